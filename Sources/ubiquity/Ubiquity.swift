@@ -1,0 +1,9 @@
+import ArgumentParser
+
+@main
+struct Ubiquity: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ubiquity",
+        abstract: "Documents that save themselves and sync across your machines."
+    )
+}

@@ -1,0 +1,2 @@
+import DocumentKit
+import Testing
