@@ -1,5 +1,5 @@
-import DocumentKit
 import Dispatch
+import DocumentKit
 import Foundation
 
 /// A text model whose setter registers its own inverse: undoing registers the redo and redoing the undo.

@@ -44,7 +44,10 @@ import Foundation
 /// undone" and ``didRedoChangeNotification`` → "change redone" sees exactly one event per user step. A document
 /// should count "done" only when ``groupingLevel`` is 0 on ``didCloseUndoGroupNotification`` (a top-level group
 /// closed), so nested groups are not counted twice. ``isUndoing`` and ``isRedoing`` are false whenever any of
-/// these notifications is posted.
+/// these notifications is posted. An automatic group is announced as closed at the end of the main actor's turn
+/// (or by ``undo()``), so that is when a document learns of the change; an explicit group that closes empty is
+/// announced too, which at worst makes a document save once for nothing. Reading ``canRedo`` posts a checkpoint,
+/// as Apple's does.
 ///
 /// ## Differences from Apple
 ///
@@ -55,6 +58,9 @@ import Foundation
 ///   ``enableUndoRegistration()``, ``undoNestedGroup()`` right after operations were registered in the open group.
 /// - ``removeAllActions()`` also drops open groups (``groupingLevel`` becomes 0).
 /// - `runLoopModes` and the selector-based registration do not exist.
+/// - Subclasses can override registration, ``removeAllActions()``, ``removeAllActions(withTarget:)``,
+///   ``canUndo``, ``canRedo``, the registration switches, ``groupsByEvent``, ``levelsOfUndo`` and the menu-title
+///   methods (to localise them); the other members are final.
 @MainActor
 open class UndoManager {
     /// Closed top-level groups that can be undone, the oldest first.
