@@ -1,0 +1,44 @@
+import Foundation
+
+extension Document {
+    /// Runs `block` on the document's background file-access queue, after every file operation asked for before it
+    /// (open, save, close, revert, other blocks) has finished, and before any asked for after it.
+    ///
+    /// Use it to wait for pending file operations, or to do your own file work in step with the document's.
+    nonisolated func enqueueFileAccess(_ block: @escaping @Sendable () -> Void) {
+        let ticket = serializer.reserve()
+        let queue = fileAccessQueue
+        let serializer = serializer
+        // The block runs later, in its turn; the caller does not wait, as with UIDocument.
+        Task.detached {
+            await serializer.wait(for: ticket)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                queue.async {
+                    block()
+                    continuation.resume()
+                }
+            }
+            serializer.finish(ticket)
+        }
+    }
+
+    /// Runs blocking file work on the file-access queue and returns its result to the caller's actor.
+    nonisolated func onFileAccessQueue<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            fileAccessQueue.async {
+                continuation.resume(with: Result { try work() })
+            }
+        }
+    }
+
+    /// Runs `body` in this document's file-access turn, taken now.
+    func inFileAccessTurn<T>(_ body: () async throws -> T) async rethrows -> T {
+        let ticket = serializer.reserve()
+        return try await serializer.run(ticket, body)
+    }
+
+    /// The identity of the file on disk that decides whether another writer changed it: its modification date.
+    nonisolated static func modificationDate(of url: URL) -> Date? {
+        (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date
+    }
+}

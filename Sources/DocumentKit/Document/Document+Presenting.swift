@@ -1,0 +1,123 @@
+import Foundation
+
+// The document as a file presenter. Coordinators call these on `presentedItemOperationQueue`; each hops to the main
+// actor or into the document's file-access turn. The `Task`s below are how a presenter answers a coordinator
+// asynchronously: the coordinator waits for the handler or reacquirer it was given, not for the method to return.
+extension Document {
+    func startPresenting() {
+        guard !isPresenting else { return }
+        isPresenting = true
+        FileCoordinator.addFilePresenter(self)
+    }
+
+    func stopPresenting() {
+        guard isPresenting else { return }
+        isPresenting = false
+        FileCoordinator.removeFilePresenter(self)
+    }
+
+    /// Lets a reader in once the document's pending file access is done, and holds further access until it is done.
+    nonisolated public func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void)
+    {
+        let serializer = serializer
+        let ticket = serializer.reserve()
+        Task.detached {
+            await serializer.wait(for: ticket)
+            reader { serializer.finish(ticket) }
+        }
+    }
+
+    /// Lets a writer in once the document's pending file access is done; when it is done, reverts to what it wrote
+    /// if the document has no unsaved changes.
+    nonisolated public func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void)
+    {
+        let serializer = serializer
+        let ticket = serializer.reserve()
+        Task.detached { [weak self] in
+            await serializer.wait(for: ticket)
+            writer {
+                serializer.finish(ticket)
+                Task { @MainActor in await self?.revertIfChangedOnDisk() }
+            }
+        }
+    }
+
+    /// Saves unsaved changes so that a reader sees them.
+    nonisolated public func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        Task { @MainActor in
+            guard self.hasUnsavedChanges, !self.documentState.contains(.closed) else { return completionHandler(nil) }
+            do {
+                try await self.saveDocument(to: self.fileURL, for: .forOverwriting)
+                completionHandler(nil)
+            } catch {
+                completionHandler(error)
+            }
+        }
+    }
+
+    /// Another writer is deleting the file: the document closes without saving (there is nothing left to save to).
+    nonisolated public func accommodatePresentedItemDeletion(
+        completionHandler: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        Task { @MainActor in
+            await self.inFileAccessTurn {
+                guard !self.documentState.contains(.closed) else { return }
+                self.changeTracking.apply(.cleared)
+                self.markClosed()
+            }
+            completionHandler(nil)
+        }
+    }
+
+    /// The file moved: the document follows it.
+    nonisolated public func presentedItemDidMove(to newURL: URL) {
+        let url = newURL.standardizedFileURL
+        presentedURL.withLock { $0 = url }
+        Task { @MainActor in self.fileURL = url }
+    }
+
+    /// Another writer changed the file: a document without unsaved changes reverts to it.
+    nonisolated public func presentedItemDidChange() {
+        Task { @MainActor in await self.revertIfChangedOnDisk() }
+    }
+
+    /// A version appeared; a conflict version puts the document `.inConflict`.
+    nonisolated public func presentedItemDidGain(_ version: PresentedItemVersion) {
+        guard version.isConflict else { return }
+        Task { @MainActor in self.updateConflicts { $0.insert(version.persistentIdentifier) } }
+    }
+
+    /// A version went away; when no conflict version is left the document leaves `.inConflict`.
+    nonisolated public func presentedItemDidLose(_ version: PresentedItemVersion) {
+        Task { @MainActor in self.updateConflicts { $0.remove(version.persistentIdentifier) } }
+    }
+
+    /// A conflict version was resolved; when none is left the document leaves `.inConflict`.
+    nonisolated public func presentedItemDidResolveConflict(_ version: PresentedItemVersion) {
+        Task { @MainActor in self.updateConflicts { $0.remove(version.persistentIdentifier) } }
+    }
+
+    private func updateConflicts(_ change: (inout Set<String>) -> Void) {
+        change(&unresolvedConflictVersions)
+        if unresolvedConflictVersions.isEmpty {
+            documentState.remove(.inConflict)
+        } else {
+            documentState.insert(.inConflict)
+        }
+    }
+
+    /// Reverts to the file if another writer changed it since the document last read or wrote it, unless the
+    /// document has unsaved changes (those are kept, and the next save is what others see).
+    func revertIfChangedOnDisk() async {
+        do {
+            try await inFileAccessTurn {
+                guard !documentState.contains(.closed), !hasUnsavedChanges else { return }
+                guard let onDisk = Self.modificationDate(of: fileURL), onDisk != fileModificationDate else { return }
+                try await performRevert(to: fileURL)
+            }
+        } catch {
+            errorsBeingHandled += 1
+            handleError(error, userInteractionPermitted: false)
+        }
+    }
+}

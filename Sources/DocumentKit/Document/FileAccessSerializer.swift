@@ -1,0 +1,66 @@
+import Foundation
+import Synchronization
+
+/// Serialises a document's file access in the order it was asked for: a ticket lock whose tickets are taken
+/// synchronously (so call order is queue order, whatever thread or actor asks) and awaited asynchronously.
+final class FileAccessSerializer: Sendable {
+    struct Ticket: Sendable, Hashable {
+        fileprivate let number: UInt64
+    }
+
+    private struct State {
+        var nextTicket: UInt64 = 0
+        var serving: UInt64 = 0
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    }
+    private let state = Mutex(State())
+
+    /// Takes the next place in the queue.
+    func reserve() -> Ticket {
+        state.withLock { state in
+            defer { state.nextTicket += 1 }
+            return Ticket(number: state.nextTicket)
+        }
+    }
+
+    /// Waits until every earlier ticket is finished.
+    func wait(for ticket: Ticket) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state -> Bool in
+                if state.serving == ticket.number { return true }
+                state.waiters[ticket.number] = continuation
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Ends `ticket`'s turn and lets the next one in.
+    func finish(_ ticket: Ticket) {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            precondition(state.serving == ticket.number, "file access finished out of turn")
+            state.serving += 1
+            return state.waiters.removeValue(forKey: state.serving)
+        }
+        next?.resume()
+    }
+
+    /// Runs `body` in `ticket`'s turn.
+    func run<T>(
+        _ ticket: Ticket,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: () async throws -> T
+    ) async rethrows -> T {
+        await wait(for: ticket)
+        defer { finish(ticket) }
+        return try await body()
+    }
+}
+
+/// Carries a value the sender hands off for good across an isolation boundary.
+///
+/// `@unchecked Sendable`: used only for document snapshots (`contents(forType:)` results) and loaded contents, which
+/// the sending side never touches again once handed over, so no two threads use the value at once.
+struct HandOff<Value>: @unchecked Sendable {
+    let value: Value
+}
