@@ -5,7 +5,11 @@ extension Document {
 
     /// Closes the document, throwing the error of a failed last save.
     public func closeDocument() async throws {
-        try await inFileAccessTurn {
+        try await closeDocument(turn: serializer.reserve())
+    }
+
+    func closeDocument(turn: FileAccessSerializer.Ticket) async throws {
+        try await serializer.run(turn) {
             guard !documentState.contains(.closed) else { return }
             cancelAutosave()
             documentState.insert(.editingDisabled)
@@ -36,7 +40,11 @@ extension Document {
 
     /// Reverts, throwing a ``DocumentError`` (or what ``load(fromContents:ofType:)`` threw) on failure.
     public func revertDocument(toContentsOf url: URL) async throws {
-        try await inFileAccessTurn { try await performRevert(to: url) }
+        try await revertDocument(toContentsOf: url, turn: serializer.reserve())
+    }
+
+    func revertDocument(toContentsOf url: URL, turn: FileAccessSerializer.Ticket) async throws {
+        try await serializer.run(turn) { try await performRevert(to: url) }
     }
 
     func performRevert(to url: URL) async throws {

@@ -5,7 +5,11 @@ extension Document {
 
     /// Opens the document, throwing a ``DocumentError`` (or what ``load(fromContents:ofType:)`` threw) on failure.
     public func openDocument() async throws {
-        try await inFileAccessTurn {
+        try await openDocument(turn: serializer.reserve())
+    }
+
+    func openDocument(turn: FileAccessSerializer.Ticket) async throws {
+        try await serializer.run(turn) {
             guard documentState.contains(.closed) else {
                 throw DocumentError(.alreadyOpen, "\(fileURL.path) is already open")
             }

@@ -5,7 +5,11 @@ extension Document {
 
     /// Saves the document, throwing a ``DocumentError`` (or what the subclass threw) on failure.
     public func saveDocument(to url: URL, for saveOperation: SaveOperation) async throws {
-        try await inFileAccessTurn { try await performSave(to: url, for: saveOperation) }
+        try await saveDocument(to: url, for: saveOperation, turn: serializer.reserve())
+    }
+
+    func saveDocument(to url: URL, for saveOperation: SaveOperation, turn: FileAccessSerializer.Ticket) async throws {
+        try await serializer.run(turn) { try await performSave(to: url, for: saveOperation) }
     }
 
 

@@ -175,8 +175,12 @@ open class Document: FilePresenter {
 
     /// Opens the document and calls `completionHandler` on the main actor with the outcome.
     open func open(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
-        // The completion form: the caller does not wait; the handler runs on the main actor, as UIDocument's does.
-        Task { let success = await open(); completionHandler?(success) }
+        let turn = serializer.reserve()
+        // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
+        Task {
+            let success = await reportingErrors(userInteractionPermitted: true) { try await openDocument(turn: turn) }
+            completionHandler?(success)
+        }
     }
 
     /// Saves the document to `url`. `.forCreating` writes a new file (and fails, changing nothing, if an item is
@@ -195,8 +199,14 @@ open class Document: FilePresenter {
         for saveOperation: SaveOperation,
         completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil
     ) {
-        // The completion form: the caller does not wait; the handler runs on the main actor, as UIDocument's does.
-        Task { let success = await save(to: url, for: saveOperation); completionHandler?(success) }
+        let turn = serializer.reserve()
+        // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
+        Task {
+            let success = await reportingErrors(userInteractionPermitted: true) {
+                try await saveDocument(to: url, for: saveOperation, turn: turn)
+            }
+            completionHandler?(success)
+        }
     }
 
     /// Saves over ``fileURL`` if there are unsaved changes; what the autosave timer calls. Returns `true` when
@@ -223,8 +233,12 @@ open class Document: FilePresenter {
 
     /// Closes the document and calls `completionHandler` on the main actor with the outcome.
     open func close(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
-        // The completion form: the caller does not wait; the handler runs on the main actor, as UIDocument's does.
-        Task { let success = await close(); completionHandler?(success) }
+        let turn = serializer.reserve()
+        // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
+        Task {
+            let success = await reportingErrors(userInteractionPermitted: false) { try await closeDocument(turn: turn) }
+            completionHandler?(success)
+        }
     }
 
     /// Discards unsaved changes and reloads the document from `url` (usually ``fileURL``). Editing is disabled while
@@ -238,8 +252,14 @@ open class Document: FilePresenter {
 
     /// Reverts and calls `completionHandler` on the main actor with the outcome.
     open func revert(toContentsOf url: URL, completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
-        // The completion form: the caller does not wait; the handler runs on the main actor, as UIDocument's does.
-        Task { let success = await revert(toContentsOf: url); completionHandler?(success) }
+        let turn = serializer.reserve()
+        // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
+        Task {
+            let success = await reportingErrors(userInteractionPermitted: true) {
+                try await revertDocument(toContentsOf: url, turn: turn)
+            }
+            completionHandler?(success)
+        }
     }
 
     // MARK: Advanced overrides (called on the file-access queue)
