@@ -41,9 +41,20 @@ extension FileWrapper {
             for update in context.updates {
                 update.wrapper.filename = update.relativePath.last ?? destination.lastPathComponent
                 update.wrapper.attributesChanged = false
-                if let origin = update.origin { update.wrapper.origin = origin }
+                if let written = update.origin { update.wrapper.origin = Self.settledOrigin(of: written) }
             }
         }
+    }
+
+    /// The origin of a file just written or linked, re-taken now that the save is complete: removing the
+    /// old tree changed the link count, and so the status-change time, of linked files. `nil` if the file
+    /// no longer has the contents written (someone modified it since).
+    static func settledOrigin(of written: FileOrigin) -> FileOrigin? {
+        let recordedAt = POSIX.now()
+        guard let current = FileIdentity.ofRegularFile(atPath: written.url.path),
+            current.hasSameContents(as: written.identity)
+        else { return nil }
+        return FileOrigin(url: written.url, identity: current, recordedAt: recordedAt)
     }
 
     /// What one write learns, applied to the wrappers with name updating once everything succeeded.
