@@ -8,7 +8,8 @@ struct FileWrapperIncrementalSaveTests {
     /// recorded identities are trusted without comparing contents.
     func makePackage(in directory: URL, aged: Bool) throws -> URL {
         let url = directory.appendingPathComponent("Doc.package")
-        try FileManager.default.createDirectory(at: url.appendingPathComponent("sub"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: url.appendingPathComponent("sub"), withIntermediateDirectories: true)
         try makeFile("a.txt", in: url, "alpha")
         try makeFile("b.txt", in: url, "bravo")
         try makeFile("c.txt", in: url.appendingPathComponent("sub"), "charlie")
@@ -72,7 +73,8 @@ struct FileWrapperIncrementalSaveTests {
             try root.write(to: copy, options: .atomic, originalContentsURL: url)
 
             #expect(try inode(copy.appendingPathComponent("b.txt")) == inode(url.appendingPathComponent("b.txt")))
-            #expect(try inode(copy.appendingPathComponent("sub/c.txt")) == inode(url.appendingPathComponent("sub/c.txt")))
+            #expect(
+                try inode(copy.appendingPathComponent("sub/c.txt")) == inode(url.appendingPathComponent("sub/c.txt")))
             #expect(try text(copy.appendingPathComponent("a.txt")) == "ALPHA")
             #expect(try text(url.appendingPathComponent("a.txt")) == "alpha")
         }

@@ -27,7 +27,8 @@ struct FileWrapperSafeFileWriterTests {
                 try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: false)
             }
             var isDirectory: ObjCBool = false
-            #expect(FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue)
+            #expect(
+                FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) && isDirectory.boolValue)
         }
     }
 
@@ -51,7 +52,8 @@ struct FileWrapperSafeFileWriterTests {
     func directoryExchange() throws {
         try withScratchDirectory { directory in
             let url = directory.appendingPathComponent("pkg")
-            try FileManager.default.createDirectory(at: url.appendingPathComponent("old"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.appendingPathComponent("old"), withIntermediateDirectories: true)
             try makeFile("x", in: url.appendingPathComponent("old"), "x")
             try SafeFileWriter.replaceItem(at: url) { temporary in
                 try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: false)

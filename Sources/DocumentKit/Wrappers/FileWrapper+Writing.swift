@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension FileWrapper {
@@ -100,7 +100,8 @@ extension FileWrapper {
             }
         case .directory(let children):
             guard ancestors.insert(ObjectIdentifier(self)).inserted else {
-                throw FileWrapperError(code: .invalidStructure, message: "a directory wrapper contains itself", url: url)
+                throw FileWrapperError(
+                    code: .invalidStructure, message: "a directory wrapper contains itself", url: url)
             }
             for (key, child) in children {
                 try MemberName.validate(key, in: url)
@@ -137,10 +138,11 @@ extension FileWrapper {
                     context: context
                 )
             }
+            // Sync before applying permissions, which may take away the read access fsync's open needs.
+            try SafeFileWriter.synchronizeDirectory(at: location)
             if let permissions = requestedPermissions, chmod(location.path, permissions) != 0 {
                 throw .posix(.writeFailed, "chmod", url: location)
             }
-            try SafeFileWriter.synchronizeDirectory(at: location)
             context.updates.append(.init(wrapper: self, relativePath: relativePath))
         case .symbolicLink(let destination):
             guard symlink(destination, location.path) == 0 else {
@@ -182,7 +184,12 @@ extension FileWrapper {
                 unlink(location.path)
                 return nil
             }
-            try SafeFileWriter.synchronizeItem(at: location)
+            // The original may never have been synced; if it cannot even be opened to sync (no read
+            // permission), write the bytes instead.
+            guard (try? SafeFileWriter.synchronizeItem(at: location)) != nil else {
+                unlink(location.path)
+                return nil
+            }
             return FileOrigin(url: context.finalURL(relativePath), identity: linked, recordedAt: recordedAt)
         }
         return nil
