@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("FileWrapper names and children")
@@ -38,7 +38,9 @@ struct FileWrapperNamingTests {
             #expect(root.filename == nil)
             #expect(child.filename == nil)
 
-            try root.write(to: directory.appendingPathComponent("B"), options: [.atomic, .withNameUpdating], originalContentsURL: nil)
+            try root.write(
+                to: directory.appendingPathComponent("B"), options: [.atomic, .withNameUpdating],
+                originalContentsURL: nil)
             #expect(root.filename == "B")
             #expect(child.filename == key)
             #expect(child.preferredFilename == "x.txt")

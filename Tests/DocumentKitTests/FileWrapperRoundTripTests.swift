@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @Suite("FileWrapper round trips")
@@ -99,7 +99,8 @@ struct FileWrapperRoundTripTests {
     func atomicDirectoryOverDirectory() throws {
         try withScratchDirectory { directory in
             let url = directory.appendingPathComponent("Doc.package")
-            try FileManager.default.createDirectory(at: url.appendingPathComponent("old/deep"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.appendingPathComponent("old/deep"), withIntermediateDirectories: true)
             try makeFile("stale.txt", in: url, "stale")
 
             let root = FileWrapper(directoryWithFileWrappers: [:])
@@ -119,7 +120,8 @@ struct FileWrapperRoundTripTests {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
             try makeFile("inside", in: url, "x")
 
-            try FileWrapper(regularFileWithContents: Data("flat".utf8)).write(to: url, options: .atomic, originalContentsURL: nil)
+            try FileWrapper(regularFileWithContents: Data("flat".utf8)).write(
+                to: url, options: .atomic, originalContentsURL: nil)
             #expect(try text(url) == "flat")
 
             try FileWrapper(directoryWithFileWrappers: ["a": FileWrapper(regularFileWithContents: Data("a".utf8))])
@@ -135,7 +137,9 @@ struct FileWrapperRoundTripTests {
             let url = directory.appendingPathComponent("Doc.package")
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
             try makeFile("stale.txt", in: url, "stale")
-            let root = FileWrapper(directoryWithFileWrappers: ["new.txt": FileWrapper(regularFileWithContents: Data("n".utf8))])
+            let root = FileWrapper(directoryWithFileWrappers: [
+                "new.txt": FileWrapper(regularFileWithContents: Data("n".utf8))
+            ])
             try root.write(to: url, originalContentsURL: nil)
             #expect(try listing(url) == ["new.txt"])
         }

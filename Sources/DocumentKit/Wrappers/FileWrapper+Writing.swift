@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension FileWrapper {
@@ -41,9 +41,20 @@ extension FileWrapper {
             for update in context.updates {
                 update.wrapper.filename = update.relativePath.last ?? destination.lastPathComponent
                 update.wrapper.attributesChanged = false
-                if let origin = update.origin { update.wrapper.origin = origin }
+                if let written = update.origin { update.wrapper.origin = Self.settledOrigin(of: written) }
             }
         }
+    }
+
+    /// The origin of a file just written or linked, re-taken now that the save is complete: removing the
+    /// old tree changed the link count, and so the status-change time, of linked files. `nil` if the file
+    /// no longer has the contents written (someone modified it since).
+    static func settledOrigin(of written: FileOrigin) -> FileOrigin? {
+        let recordedAt = POSIX.now()
+        guard let current = FileIdentity.ofRegularFile(atPath: written.url.path),
+            current.hasSameContents(as: written.identity)
+        else { return nil }
+        return FileOrigin(url: written.url, identity: current, recordedAt: recordedAt)
     }
 
     /// What one write learns, applied to the wrappers with name updating once everything succeeded.
@@ -89,7 +100,8 @@ extension FileWrapper {
             }
         case .directory(let children):
             guard ancestors.insert(ObjectIdentifier(self)).inserted else {
-                throw FileWrapperError(code: .invalidStructure, message: "a directory wrapper contains itself", url: url)
+                throw FileWrapperError(
+                    code: .invalidStructure, message: "a directory wrapper contains itself", url: url)
             }
             for (key, child) in children {
                 try MemberName.validate(key, in: url)
@@ -126,10 +138,11 @@ extension FileWrapper {
                     context: context
                 )
             }
+            // Sync before applying permissions, which may take away the read access fsync's open needs.
+            try SafeFileWriter.synchronizeDirectory(at: location)
             if let permissions = requestedPermissions, chmod(location.path, permissions) != 0 {
                 throw .posix(.writeFailed, "chmod", url: location)
             }
-            try SafeFileWriter.synchronizeDirectory(at: location)
             context.updates.append(.init(wrapper: self, relativePath: relativePath))
         case .symbolicLink(let destination):
             guard symlink(destination, location.path) == 0 else {
@@ -171,7 +184,12 @@ extension FileWrapper {
                 unlink(location.path)
                 return nil
             }
-            try SafeFileWriter.synchronizeItem(at: location)
+            // The original may never have been synced; if it cannot even be opened to sync (no read
+            // permission), write the bytes instead.
+            guard (try? SafeFileWriter.synchronizeItem(at: location)) != nil else {
+                unlink(location.path)
+                return nil
+            }
             return FileOrigin(url: context.finalURL(relativePath), identity: linked, recordedAt: recordedAt)
         }
         return nil

@@ -101,7 +101,8 @@ open class FileWrapper {
     ///
     /// Reading fills in `type`, `size` (regular files), `posixPermissions`, `modificationDate`,
     /// `ownerAccountID` and `groupOwnerAccountID`. Writing applies `posixPermissions` (exactly, ignoring
-    /// the umask) and `modificationDate` to regular files and directories; other keys are ignored.
+    /// the umask) to regular files and directories and `modificationDate` to regular files; other keys are
+    /// ignored. Assigning this property makes the next write rewrite the file rather than hard-link it.
     open var fileAttributes: [String: Any] {
         get { attributes }
         set {

@@ -103,7 +103,8 @@ extension FileWrapperError {
         let posixCode = POSIXErrorCode(rawValue: number) ?? .EIO
         let error = POSIXError(posixCode)
         if posixCode == .ENOENT, code == .readFailed {
-            return Self(code: .noSuchFile, message: "\(operation) failed: no such file", url: url, underlyingError: error)
+            return Self(
+                code: .noSuchFile, message: "\(operation) failed: no such file", url: url, underlyingError: error)
         }
         return Self(
             code: code,

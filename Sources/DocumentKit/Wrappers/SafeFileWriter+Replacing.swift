@@ -1,14 +1,15 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension SafeFileWriter {
     /// The signature of glibc's `renameat2(2)`, which Swift's Glibc module does not import.
-    private typealias RenameAt2 = @convention(c) (
-        Int32, UnsafePointer<CChar>?, Int32, UnsafePointer<CChar>?, UInt32
-    ) -> Int32
+    private typealias RenameAt2 =
+        @convention(c) (
+            Int32, UnsafePointer<CChar>?, Int32, UnsafePointer<CChar>?, UInt32
+        ) -> Int32
 
     /// `RENAME_EXCHANGE` from `<linux/fs.h>`: atomically exchange the two paths.
     private static let renameExchange: UInt32 = 1 << 1
