@@ -6,7 +6,8 @@ extension Document {
 
 
     func scheduleAutosaveIfNeeded() {
-        guard hasUnsavedChanges, autosaveTask == nil, !documentState.contains(.closed) else { return }
+        guard hasUnsavedChanges else { return cancelAutosave() }
+        guard autosaveTask == nil, !documentState.contains(.closed) else { return }
         let delay = autosaveDelay
         // The autosave timer: one pending at a time, cancelled on close; it must outlive the edit that started it.
         autosaveTask = Task { [weak self] in

@@ -64,8 +64,10 @@ extension Document {
             if saveOperation == .forCreating && exists {
                 throw DocumentError(.fileExists, "cannot create \(url.path): an item is already there")
             }
+            var writtenAt: URL?
             do {
                 try SafeFileWriter.replaceItem(at: url) { temporaryURL in
+                    writtenAt = temporaryURL
                     try self.writeContents(
                         contents, to: temporaryURL, for: saveOperation, originalContentsURL: exists ? url : nil)
                     if let additionalFileAttributes, !additionalFileAttributes.isEmpty {
@@ -79,6 +81,9 @@ extension Document {
                 throw error
             } catch {
                 throw DocumentError(.writeFailed, "could not save \(url.path)", underlying: error)
+            }
+            if let wrapper = contents as? FileWrapper, let writtenAt {
+                wrapper.settleOrigins(movedFrom: writtenAt, to: url)
             }
         }
     }
