@@ -4,6 +4,7 @@ import ArgumentParser
 struct Ubiquity: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ubiquity",
-        abstract: "Documents that save themselves and sync across your machines."
+        abstract: "Documents that save themselves and sync across your machines.",
+        subcommands: [DemoCommand.self]
     )
 }
