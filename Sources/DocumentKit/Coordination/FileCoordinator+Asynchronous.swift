@@ -39,6 +39,7 @@ extension FileCoordinator {
     ///
     /// - Throws: ``FileCoordinationError`` when access cannot be had (then `accessor` does not run), or what
     ///   `accessor` throws.
+    @discardableResult
     public func coordinate<T: Sendable>(
         with intents: [FileAccessIntent],
         byAccessor accessor: @escaping @Sendable () throws -> T

@@ -8,6 +8,7 @@ extension FileCoordinator {
     ///
     /// - Throws: ``FileCoordinationError`` when access cannot be had (then `reader` does not run), or what `reader`
     ///   throws.
+    @discardableResult
     public func coordinate<T>(
         readingItemAt url: URL,
         options: ReadingOptions = [],
@@ -21,6 +22,7 @@ extension FileCoordinator {
     ///
     /// - Throws: ``FileCoordinationError`` when access cannot be had (then `writer` does not run), or what `writer`
     ///   throws.
+    @discardableResult
     public func coordinate<T>(
         writingItemAt url: URL,
         options: WritingOptions = [],
@@ -34,6 +36,7 @@ extension FileCoordinator {
     /// the one lock order every coordinator uses, so that opposite pairs cannot deadlock).
     ///
     /// - Throws: ``FileCoordinationError`` when access cannot be had, or what `accessor` throws.
+    @discardableResult
     public func coordinate<T>(
         readingItemAt readingURL: URL,
         options readingOptions: ReadingOptions = [],
@@ -52,6 +55,7 @@ extension FileCoordinator {
     /// (`.forMoving` and `.forReplacing`, calling ``item(at:didMoveTo:)`` after the move).
     ///
     /// - Throws: ``FileCoordinationError`` when access cannot be had, or what `accessor` throws.
+    @discardableResult
     public func coordinate<T>(
         writingItemAt url1: URL,
         options options1: WritingOptions = [],
