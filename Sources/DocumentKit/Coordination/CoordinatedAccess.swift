@@ -203,7 +203,7 @@ final class CoordinatedAccess: @unchecked Sendable {
         var changed = false
         for (index, relation) in entry.relations where items[index].isWrite {
             let item = items[index]
-            if moves.contains(where: { $0.from == item.key }) { continue }
+            if moves.contains(where: { $0.from == item.key || $0.to == item.key }) { continue }
             let deleting = item.writing.contains(.forDeleting)
             switch relation {
             case .item:

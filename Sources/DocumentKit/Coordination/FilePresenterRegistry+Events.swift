@@ -114,16 +114,18 @@ extension FilePresenterRegistry {
         if let now = ItemIdentity.of(path: path) {
             if known == .some(now) { return [] }
             entries[id]?.subitems[path] = .some(now)
+            // A rename from an item the presenter knows is a move; from one it never heard of (the temporary file
+            // of a safe save) it is the destination appearing or changing.
             if event.mask & UInt32(IN_MOVED_TO) != 0, let source = movedFrom[event.cookie], source != path,
-                let item = entries[id]?.path, CoordinationPath.isAncestor(item, of: source)
+                let item = entries[id]?.path, CoordinationPath.isAncestor(item, of: source),
+                case .some(.some) = entries[id]?.subitems[source]
             {
                 entries[id]?.subitems[source] = .some(nil)
                 let sourceURL = URL(fileURLWithPath: source)
                 return [Notice(presenter: presenter) { presenter.presentedSubitem(at: sourceURL, didMoveTo: url) }]
             }
-            let appeared =
-                event.mask & UInt32(IN_CREATE) != 0
-                || (event.mask & UInt32(IN_MOVED_TO) != 0 && (known == nil || known == .some(nil)))
+            let wasKnown: Bool = if case .some(.some) = known { true } else { false }
+            let appeared = !wasKnown && event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0
             if appeared {
                 return [Notice(presenter: presenter) { presenter.presentedSubitemDidAppear(at: url) }]
             }
