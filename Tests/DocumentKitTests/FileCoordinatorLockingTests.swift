@@ -15,7 +15,9 @@ struct FileCoordinatorLockingTests {
         let threads = (0..<readers).map { _ in
             TestThread {
                 try? sandbox.coordinator().coordinate(readingItemAt: file) { _ in
-                    let now = inside.update { $0 += 1; return $0 }
+                    let now = inside.update {
+                        $0 += 1; return $0
+                    }
                     maximum.update { $0 = max($0, now) }
                     // Wait (bounded) until every reader has been inside at once: only possible if readers share.
                     eventually { maximum.current == readers }
@@ -228,7 +230,10 @@ struct FileCoordinatorLockingTests {
                 outcome.update { $0 = coordinationCode(error) }
             }
         }
-        #expect(eventually { waiting.cancel(); return outcome.current != nil })
+        #expect(
+            eventually {
+                waiting.cancel(); return outcome.current != nil
+            })
         #expect(waiter.join())
         #expect(outcome.current == .cancelled)
         #expect(!ran.current)

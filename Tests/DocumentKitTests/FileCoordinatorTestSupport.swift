@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A temporary directory (its real path, symbolic links resolved) with a lock directory inside, removed on deinit.
@@ -102,9 +102,12 @@ func coordinationCode(_ error: (any Error)?) -> FileCoordinationError.Code? {
 /// The `document-test-helper` executable built next to the test bundle.
 func helperExecutable() throws -> URL {
     let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    var candidates = [URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("document-test-helper")]
+    var candidates = [
+        URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("document-test-helper")
+    ]
     candidates.append(
-        URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(".build/debug/document-test-helper"))
+        URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(
+            ".build/debug/document-test-helper"))
     guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
         throw FileCoordinationError(.io, "document-test-helper not found in \(candidates.map(\.path))")
     }

@@ -2,7 +2,7 @@ import DocumentKit
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Commands that use `FileCoordinator` from a second process. The first argument of each is the lock directory.

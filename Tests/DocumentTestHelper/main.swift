@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 // A child process for the cross-process tests: `document-test-helper <command> <arguments…>`.

@@ -79,7 +79,8 @@ final class CoordinationLockTable: @unchecked Sendable {
                 return .fresh
             }
             if !condition.wait(until: deadline) && Date() >= deadline {
-                let holder = current.exclusiveHolder.map { "a writer on thread \($0)" }
+                let holder =
+                    current.exclusiveHolder.map { "a writer on thread \($0)" }
                     ?? "readers on threads \(current.sharedHolders.keys.sorted())"
                 throw FileCoordinationError(
                     .timedOut,

@@ -1,9 +1,9 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// The presenters registered in this process, what each last knew of its item, and the file watching that tells
@@ -156,8 +156,10 @@ final class FilePresenterRegistry: @unchecked Sendable {
     func setPath(_ path: String?, of id: ObjectIdentifier) {
         guard var entry = entries[id] else { return }
         let identity = path.flatMap { ItemIdentity.of(path: $0) }
-        if entry.path != path || entry.identity?.inode != identity?.inode || entry.identity?.device
-            != identity?.device || entry.pathFD < 0
+        if entry.path != path || entry.identity?.inode != identity?.inode
+            || entry.identity?.device
+                != identity?.device
+            || entry.pathFD < 0
         {
             closeFD(entry.pathFD)
             entry.pathFD = path.map { open($0, LinuxSystem.openPathOnly | O_CLOEXEC | O_NOFOLLOW) } ?? -1

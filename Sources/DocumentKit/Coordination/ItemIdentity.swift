@@ -1,9 +1,9 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// What an item on disk looked like when a presenter last heard of it: device, inode, size and the modification and
@@ -50,9 +50,10 @@ struct ItemIdentity: Hashable, Sendable {
         for subpath in subpaths {
             hash = CoordinationPath.fnv1a(subpath.utf8, continuing: hash)
             guard let item = stat(directory + "/" + subpath) else { continue }
-            for field in [item.device, item.inode, UInt64(bitPattern: item.size), UInt64(bitPattern: item.modified),
-                UInt64(bitPattern: item.changed)]
-            {
+            for field in [
+                item.device, item.inode, UInt64(bitPattern: item.size), UInt64(bitPattern: item.modified),
+                UInt64(bitPattern: item.changed),
+            ] {
                 hash = CoordinationPath.fnv1a(withUnsafeBytes(of: field) { Array($0) }, continuing: hash)
             }
         }

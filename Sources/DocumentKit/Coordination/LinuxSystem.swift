@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #endif
 
 /// Linux interfaces that the C library declares only under `_GNU_SOURCE`, which Swift's Glibc module does not set.

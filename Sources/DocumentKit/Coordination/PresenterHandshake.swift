@@ -66,7 +66,8 @@ final class PresenterHandshake: @unchecked Sendable {
             if let failure { error = failure; break }
             if asked.allSatisfy(\.finished) { break }
             if cancellation.isCancelled {
-                error = FileCoordinationError(.cancelled, "Coordinated access was cancelled while presenters were asked")
+                error = FileCoordinationError(
+                    .cancelled, "Coordinated access was cancelled while presenters were asked")
                 break
             }
             if !condition.wait(until: deadline) && Date() >= deadline {
