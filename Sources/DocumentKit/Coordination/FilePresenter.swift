@@ -8,6 +8,35 @@ import Foundation
 /// and after they access the presented item. Every message is delivered on ``presentedItemOperationQueue``. All
 /// requirements but the first two have default implementations that do nothing (or complete at once), as Apple's
 /// optional protocol methods do.
+///
+/// Registration holds the presenter weakly; remove it when it stops presenting. Registering it again re-records its
+/// ``presentedItemURL`` (the registry also re-reads it whenever a coordination starts).
+///
+/// **Before access.** A coordinator of this process asks every presenter of the item, of a directory above it, or of
+/// an item inside it — except its own ``FileCoordinator/filePresenter`` — and waits (at most its presenter timeout)
+/// for the answers, before it takes any lock, so a presenter may coordinate its own access (a save) while answering:
+/// - reading: ``savePresentedItemChanges(completionHandler:)`` (not with `.withoutChanges`), then
+///   ``relinquishPresentedItem(toReader:)``;
+/// - writing: ``relinquishPresentedItem(toWriter:)``;
+/// - deleting: ``accommodatePresentedItemDeletion(completionHandler:)`` (presenters of directories above:
+///   ``accommodatePresentedSubitemDeletion(at:completionHandler:)``), then ``relinquishPresentedItem(toWriter:)``.
+///
+/// Each message is sent when the previous one completed. A presenter that answers with an error fails the
+/// coordination; one that does not answer in time fails it with `presenterTimedOut`.
+///
+/// **After access** (before the coordinator lets go of its locks), in one operation on the queue:
+/// ``presentedItemDidChange()`` after a write (directories above: ``presentedSubitemDidAppear(at:)`` or
+/// ``presentedSubitemDidChange(at:)``), ``presentedItemDidMove(to:)`` after a move announced with
+/// ``FileCoordinator/item(at:didMoveTo:)`` (directories above: ``presentedSubitem(at:didMoveTo:)``), nothing after a
+/// deletion — then the reacquirer the presenter handed back.
+///
+/// **Other processes.** A file watcher tells presenters of changes, moves and deletions made by other processes
+/// (``presentedItemDidChange()``, ``presentedItemDidMove(to:)``, ``accommodatePresentedItemDeletion(completionHandler:)``
+/// after the fact, and the subitem messages for directories). A change is only announced when the item's identity
+/// (device, inode, size, modification and status-change times; for a package, of everything inside) differs from the
+/// one last recorded, and coordinated writes of this process record the new identity for the presenters they told
+/// and for the writing coordinator's own presenter — so no presenter hears of one write twice, and a document that
+/// saves through `FileCoordinator(filePresenter: self)` does not hear of its own saves at all.
 public protocol FilePresenter: AnyObject, Sendable {
     /// The URL of the presented item; `nil` while there is none.
     var presentedItemURL: URL? { get }
@@ -70,34 +99,51 @@ public struct PresentedItemVersion: Sendable, Hashable {
     }
 }
 
+/// Defaults for the optional requirements: relinquish and complete at once, ignore notices.
 extension FilePresenter {
+    /// Relinquishes at once, with no reacquirer.
     public func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
         reader(nil)
     }
+    /// Relinquishes at once, with no reacquirer.
     public func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
         writer(nil)
     }
+    /// Completes at once: nothing to save.
     public func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
         completionHandler(nil)
     }
+    /// Completes at once.
     public func accommodatePresentedItemDeletion(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
         completionHandler(nil)
     }
+    /// Does nothing.
     public func presentedItemDidMove(to newURL: URL) {}
+    /// Does nothing.
     public func presentedItemDidChange() {}
+    /// Does nothing.
     public func presentedItemDidGain(_ version: PresentedItemVersion) {}
+    /// Does nothing.
     public func presentedItemDidLose(_ version: PresentedItemVersion) {}
+    /// Does nothing.
     public func presentedItemDidResolveConflict(_ version: PresentedItemVersion) {}
+    /// Completes at once.
     public func accommodatePresentedSubitemDeletion(
         at url: URL,
         completionHandler: @escaping @Sendable ((any Error)?) -> Void
     ) {
         completionHandler(nil)
     }
+    /// Does nothing.
     public func presentedSubitemDidAppear(at url: URL) {}
+    /// Does nothing.
     public func presentedSubitemDidChange(at url: URL) {}
+    /// Does nothing.
     public func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) {}
+    /// Does nothing.
     public func presentedSubitem(at url: URL, didGain version: PresentedItemVersion) {}
+    /// Does nothing.
     public func presentedSubitem(at url: URL, didLose version: PresentedItemVersion) {}
+    /// Does nothing.
     public func presentedSubitem(at url: URL, didResolve version: PresentedItemVersion) {}
 }

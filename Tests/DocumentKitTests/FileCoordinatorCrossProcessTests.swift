@@ -1,0 +1,95 @@
+import DocumentKit
+import Foundation
+import Testing
+
+@Suite("FileCoordinator across processes")
+struct FileCoordinatorCrossProcessTests {
+    @Test("another process's coordinated write keeps this process's reader out until it lets go")
+    func writeInAnotherProcessExcludesReader() throws {
+        let sandbox = try CoordinationSandbox()
+        let file = try sandbox.file("contended.txt")
+        let held = sandbox.url("held.marker")
+        let helper = try HelperProcess(["coord-hold-write", sandbox.lockDirectory, file.path, held.path])
+        defer { helper.process.terminate() }
+        #expect(eventually { FileManager.default.fileExists(atPath: held.path) })
+
+        // While the helper holds the write, a reader cannot get in …
+        let probe = #expect(throws: FileCoordinationError.self) {
+            try sandbox.coordinator(accessTimeout: 0.3).coordinate(readingItemAt: file) { _ in
+                Issue.record("read while another process was writing")
+            }
+        }
+        #expect(probe?.code == .timedOut)
+        #expect(probe?.message.contains(file.path) == true)
+
+        // … and a reader that waits sees only what the helper wrote last, after it let go.
+        let seen = Shared<String?>(nil)
+        let reader = TestThread {
+            let text = try? sandbox.coordinator(accessTimeout: 20).coordinate(readingItemAt: file) { url in
+                try String(contentsOf: url, encoding: .utf8)
+            }
+            seen.update { $0 = text ?? "failed" }
+        }
+        helper.release()
+        #expect(reader.join(timeout: 30))
+        #expect(seen.current == "released")
+        #expect(helper.wait() == 0)
+    }
+
+    @Test("another process's read is shared with readers here and keeps writers out")
+    func readInAnotherProcessIsShared() throws {
+        let sandbox = try CoordinationSandbox()
+        let file = try sandbox.file("shared.txt")
+        let held = sandbox.url("held.marker")
+        let helper = try HelperProcess(["coord-hold-read", sandbox.lockDirectory, file.path, held.path])
+        defer { helper.process.terminate() }
+        #expect(eventually { FileManager.default.fileExists(atPath: held.path) })
+
+        let text = try sandbox.coordinator(accessTimeout: 5).coordinate(readingItemAt: file) { url in
+            try String(contentsOf: url, encoding: .utf8)
+        }
+        #expect(text == "initial")
+        let error = #expect(throws: FileCoordinationError.self) {
+            try sandbox.coordinator(accessTimeout: 0.3).coordinate(writingItemAt: file) { _ in
+                Issue.record("wrote while another process was reading")
+            }
+        }
+        #expect(error?.code == .timedOut)
+        // Writing the directory above is kept out too (the helper holds it shared).
+        let directoryError = #expect(throws: FileCoordinationError.self) {
+            try sandbox.coordinator(accessTimeout: 0.3).coordinate(writingItemAt: sandbox.root) { _ in }
+        }
+        #expect(directoryError?.code == .timedOut)
+
+        helper.release()
+        #expect(helper.wait() == 0)
+        try sandbox.coordinator(accessTimeout: 10).coordinate(writingItemAt: file) { url in
+            try Data("after".utf8).write(to: url)
+        }
+        #expect(try String(contentsOf: file, encoding: .utf8) == "after")
+    }
+
+    @Test("lock files live in the configured directory, named by a 16-digit hash")
+    func lockFiles() throws {
+        let sandbox = try CoordinationSandbox()
+        let file = try sandbox.file("x.txt")
+        try sandbox.coordinator().coordinate(writingItemAt: file) { _ in }
+        let names = try FileManager.default.contentsOfDirectory(atPath: sandbox.lockDirectory)
+        #expect(!names.isEmpty)
+        #expect(names.allSatisfy { $0.count == 16 && $0.allSatisfy(\.isHexDigit) })
+        let attributes = try FileManager.default.attributesOfItem(atPath: sandbox.lockDirectory)
+        #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o700)
+    }
+
+    @Test("the default lock directory is under XDG_RUNTIME_DIR or the temporary directory")
+    func defaultLockDirectory() {
+        let directory = FileCoordinator.Configuration().lockDirectory
+        if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            #expect(directory == runtime + "/ubiquity-coordination")
+        } else {
+            #expect(directory.hasSuffix("/ubiquity-coordination-\(getuid())"))
+        }
+        #expect(FileCoordinator.Configuration().accessTimeout == 30)
+        #expect(FileCoordinator.Configuration().presenterTimeout == 30)
+    }
+}

@@ -1,0 +1,97 @@
+import DocumentKit
+import Foundation
+import Testing
+
+@Suite("FilePresenter notices of other processes' changes")
+struct FilePresenterCrossProcessTests {
+    @Test("another process's safe save, move and deletion reach the presenter")
+    func changeMoveDelete() throws {
+        let sandbox = try CoordinationSandbox()
+        let file = try sandbox.file("doc.txt")
+        let moved = sandbox.url("renamed.txt")
+        let presenter = RecordingPresenter(file)
+        FileCoordinator.addFilePresenter(presenter)
+        defer { FileCoordinator.removeFilePresenter(presenter) }
+
+        #expect(try HelperProcess.run(["coord-safe-save", sandbox.lockDirectory, file.path, "from helper"]) == 0)
+        #expect(eventually { presenter.count("didChange") == 1 })
+
+        #expect(try HelperProcess.run(["coord-move", sandbox.lockDirectory, file.path, moved.path]) == 0)
+        #expect(eventually { presenter.log.contains("didMove:\(moved.path)") })
+        #expect(presenter.presentedItemURL?.path == moved.path)
+
+        // The presenter now follows the item at its new place.
+        #expect(try HelperProcess.run(["coord-safe-save", sandbox.lockDirectory, moved.path, "again"]) == 0)
+        #expect(eventually { presenter.count("didChange") == 2 })
+
+        #expect(try HelperProcess.run(["coord-delete", sandbox.lockDirectory, moved.path]) == 0)
+        #expect(eventually { presenter.log.contains("accommodateDeletion") })
+        #expect(presenter.log == ["didChange", "didMove:\(moved.path)", "didChange", "accommodateDeletion"])
+    }
+
+    @Test("a process does not hear its own coordinated writes again through the file watcher")
+    func ownWritesAreNotHeardTwice() throws {
+        let sandbox = try CoordinationSandbox()
+        let file = try sandbox.file("doc.txt")
+        let presenter = RecordingPresenter(file)
+        let document = RecordingPresenter(file)
+        FileCoordinator.addFilePresenter(presenter)
+        FileCoordinator.addFilePresenter(document)
+        defer {
+            FileCoordinator.removeFilePresenter(presenter)
+            FileCoordinator.removeFilePresenter(document)
+        }
+        // `document` saves its item (a safe save, as a Document does) with its own coordinator.
+        for round in 0..<3 {
+            try sandbox.coordinator(document).coordinate(writingItemAt: file, options: .forReplacing) { url in
+                let temporary = sandbox.url(".save-\(round).tmp")
+                try Data("save \(round)".utf8).write(to: temporary)
+                _ = rename(temporary.path, url.path)
+            }
+        }
+        // A change by another process is the marker: events are handled in order, so anything the saves above
+        // produced has been delivered by the time this one is.
+        #expect(try HelperProcess.run(["coord-safe-save", sandbox.lockDirectory, file.path, "helper"]) == 0)
+        #expect(eventually { document.count("didChange") == 1 && presenter.count("didChange") == 4 })
+        #expect(document.log == ["didChange"])
+        #expect(presenter.count("didChange") == 4)
+        #expect(presenter.count("relinquishToWriter") == 3)
+    }
+
+    @Test("a folder presenter hears of items another process creates, changes and deletes inside")
+    func folderNotices() throws {
+        let sandbox = try CoordinationSandbox()
+        let folder = try sandbox.directory("folder")
+        let presenter = RecordingPresenter(folder)
+        FileCoordinator.addFilePresenter(presenter)
+        defer { FileCoordinator.removeFilePresenter(presenter) }
+        let item = sandbox.url("folder/item.txt")
+        #expect(try HelperProcess.run(["coord-safe-save", sandbox.lockDirectory, item.path, "one"]) == 0)
+        #expect(eventually { presenter.log.contains("subitemDidAppear:item.txt") })
+        #expect(try HelperProcess.run(["coord-safe-save", sandbox.lockDirectory, item.path, "two"]) == 0)
+        #expect(eventually { presenter.log.contains("subitemDidChange:item.txt") })
+        #expect(try HelperProcess.run(["coord-delete", sandbox.lockDirectory, item.path]) == 0)
+        #expect(eventually { presenter.log.contains("accommodateSubitemDeletion:item.txt") })
+        #expect(
+            presenter.log == [
+                "subitemDidAppear:item.txt", "subitemDidChange:item.txt", "accommodateSubitemDeletion:item.txt",
+            ])
+    }
+
+    @Test("a package presenter hears of another process changing a member as a change of the package")
+    func packageNotices() throws {
+        DocumentTypeRegistry.default.register(
+            DocumentType(
+                identifier: "com.example.coordination-test-package",
+                conformsTo: [DocumentType.packageIdentifier],
+                filenameExtensions: ["coordpkg"]))
+        let sandbox = try CoordinationSandbox()
+        let package = try sandbox.directory("Doc.coordpkg")
+        let member = try sandbox.file("Doc.coordpkg/Data/contents.json")
+        let presenter = RecordingPresenter(package)
+        FileCoordinator.addFilePresenter(presenter)
+        defer { FileCoordinator.removeFilePresenter(presenter) }
+        #expect(try HelperProcess.run(["coord-safe-save", sandbox.lockDirectory, member.path, "{}"]) == 0)
+        #expect(eventually { presenter.count("didChange") >= 1 })
+    }
+}
