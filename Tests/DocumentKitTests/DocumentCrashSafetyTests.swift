@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Kills a process that saves a document in a loop (`document-test-helper doc-save-loop`) with SIGKILL at random
@@ -76,7 +76,8 @@ struct DocumentCrashSafetyTests {
     private func writePackage(at url: URL, generation: Int) throws {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
         for name in ExpectedGeneration.packageMembers {
-            let contents = ExpectedGeneration.member(name, generation: ExpectedGeneration.lastChange(name, upTo: generation))
+            let contents = ExpectedGeneration.member(
+                name, generation: ExpectedGeneration.lastChange(name, upTo: generation))
             try contents.write(to: url.appendingPathComponent(name))
         }
     }
@@ -157,7 +158,8 @@ struct KillCycles: Sendable {
         lines.drain()
         let diagnostics = String(decoding: readAvailable(errors.fileHandleForReading.fileDescriptor), as: UTF8.self)
         guard process.terminationReason == .uncaughtSignal, process.terminationStatus == SIGKILL else {
-            throw CrashCheckFailure("the save loop ended by itself (status \(process.terminationStatus)): \(diagnostics)")
+            throw CrashCheckFailure(
+                "the save loop ended by itself (status \(process.terminationStatus)): \(diagnostics)")
         }
         guard started, let last = lines.last else {
             throw CrashCheckFailure("the save loop reported no save within 30 s: \(diagnostics)")
@@ -277,7 +279,8 @@ enum ItemChecker {
             let expected = ExpectedGeneration.lastChange(name, upTo: generation)
             let found = try wholeMember(try contents(of: member), tag: name, at: member)
             guard found == expected else {
-                throw CrashCheckFailure("generation \(generation) of the package has \(name) of \(found), not \(expected)")
+                throw CrashCheckFailure(
+                    "generation \(generation) of the package has \(name) of \(found), not \(expected)")
             }
         }
         return generation

@@ -2,7 +2,7 @@ import DocumentKit
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The `doc-…` commands of the test helper: document work in a child process that a test can kill at any instant.
