@@ -1,6 +1,57 @@
 import ArgumentParser
+import Foundation
 
+/// Ubiquity's benchmarks. Run in release mode: `swift run -c release ubiquity-bench <name>`.
+///
+/// Each figure is printed as one JSON object on its own line (see ``BenchOutput``), measured against a baseline taken
+/// in the same run, interleaved, wherever one exists.
 @main
 struct Bench: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "ubiquity-bench", abstract: "Ubiquity's benchmarks.")
+    static let configuration = CommandConfiguration(
+        commandName: "ubiquity-bench",
+        abstract: "Ubiquity's benchmarks; run in release mode.",
+        discussion: "Prints one JSON object per figure and line. `list` names the benchmarks; `all` runs them all."
+    )
+
+    @Argument(help: "A benchmark name, `list` to print the names, or `all` to run every benchmark.")
+    var name: String
+
+    @Option(help: "Directory for the benchmarks' temporary files (default: the system temporary directory).")
+    var directory: String?
+
+    mutating func run() async throws {
+        if name == "list" {
+            for benchmark in Benchmark.all { print(benchmark.name) }
+            return
+        }
+        let selected = name == "all" ? Benchmark.all : Benchmark.all.filter { $0.name == name }
+        guard !selected.isEmpty else {
+            throw ValidationError("no benchmark named \(name.debugDescription); `list` prints the names")
+        }
+        let parent = directory.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
+        for benchmark in selected {
+            try await benchmark.run(in: parent)
+        }
+    }
+}
+
+/// A named benchmark.
+struct Benchmark: Sendable {
+    /// The name given on the command line and printed in each figure's `bench` field.
+    var name: String
+    /// Runs the benchmark in `scratch`, a fresh directory removed afterwards, and prints its figures.
+    var body: @MainActor @Sendable (_ scratch: URL) async throws -> Void
+
+    static let all: [Benchmark] = [
+        Benchmark(name: DocumentSaveBenchmark.name) { @MainActor in try await DocumentSaveBenchmark.run(in: $0) },
+        Benchmark(name: PackageSaveBenchmark.name) { @MainActor in try await PackageSaveBenchmark.run(in: $0) },
+    ]
+
+    /// Runs the benchmark in a scratch directory under `parent`, which is removed afterwards whatever happens.
+    func run(in parent: URL) async throws {
+        let scratch = parent.appendingPathComponent("ubiquity-bench-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        try await body(scratch)
+    }
 }

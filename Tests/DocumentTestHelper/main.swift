@@ -16,5 +16,6 @@ case "coord-hold-read": CoordinationCommands.holdRead(rest)
 case "coord-safe-save": CoordinationCommands.safeSave(rest)
 case "coord-move": CoordinationCommands.move(rest)
 case "coord-delete": CoordinationCommands.delete(rest)
+case _ where command.hasPrefix("doc-"): DocumentCommands.run(arguments)
 default: exit(64)
 }

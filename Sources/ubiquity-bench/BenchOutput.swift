@@ -1,0 +1,66 @@
+import Foundation
+
+/// Prints figures as JSON lines: `{"bench":"document.save","case":"4KiB","metric":"ratio_vs_raw","value":1.12}`.
+enum BenchOutput {
+    static func figure(bench: String, case name: String, metric: String, value: Double) {
+        let rounded = (value * 1000).rounded() / 1000  // three decimals are plenty for noisy timings
+        let fields = [
+            ("bench", quoted(bench)), ("case", quoted(name)), ("metric", quoted(metric)), ("value", "\(rounded)"),
+        ]
+        let line = "{" + fields.map { "\(quoted($0)):\($1)" }.joined(separator: ",") + "}\n"
+        FileHandle.standardOutput.write(Data(line.utf8))
+    }
+
+    /// `text` as a JSON string.
+    private static func quoted(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case _ where scalar.value < 0x20: result += String(format: "\\u%04x", scalar.value)
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+}
+
+/// Timing helpers.
+enum Measure {
+    /// The median of `samples`.
+    static func median(_ samples: [Duration]) -> Duration {
+        let sorted = samples.sorted()
+        precondition(!sorted.isEmpty, "no samples")
+        let middle = sorted.count / 2
+        return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+    }
+
+    /// `duration` in microseconds.
+    static func microseconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) * 1_000_000 + Double(attoseconds) / 1_000_000_000_000
+    }
+}
+
+/// Bytes that do not compress or deduplicate: SplitMix64 output from `seed`.
+func noiseBytes(count: Int, seed: UInt64) -> Data {
+    var state = seed
+    var data = Data(count: count)
+    data.withUnsafeMutableBytes { (bytes: UnsafeMutableRawBufferPointer) in
+        var offset = 0
+        while offset < count {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            var word = z ^ (z >> 31)
+            for _ in 0..<min(8, count - offset) {
+                bytes[offset] = UInt8(truncatingIfNeeded: word)
+                word >>= 8
+                offset += 1
+            }
+        }
+    }
+    return data
+}

@@ -1,0 +1,81 @@
+import DocumentKit
+import Foundation
+
+/// `document.save`: saving an open document over its file through ``Document`` against the same bytes written by
+/// hand with write + fsync + rename + fsync of the directory (``RawSafeSave``), interleaved, median per save.
+@MainActor
+enum DocumentSaveBenchmark {
+    nonisolated static let name = "document.save"
+
+    private struct Case {
+        var name: String
+        var size: Int
+        var iterations: Int
+    }
+
+    private static let cases = [
+        Case(name: "4KiB", size: 4 * 1024, iterations: 200),
+        Case(name: "16MiB", size: 16 * 1024 * 1024, iterations: 20),
+    ]
+
+    static func run(in scratch: URL) async throws {
+        for benchCase in cases {
+            try await run(benchCase, in: scratch)
+        }
+    }
+
+    private static func run(_ benchCase: Case, in scratch: URL) async throws {
+        let contents = noiseBytes(count: benchCase.size, seed: UInt64(benchCase.size))
+        let documentURL = scratch.appendingPathComponent("document-\(benchCase.name).dat")
+        let rawURL = scratch.appendingPathComponent("raw-\(benchCase.name).dat")
+        let document = BlobDocument(fileURL: documentURL, contents: contents)
+        document.autosaveDelay = .seconds(86_400)  // only the measured saves
+        try await document.saveDocument(to: documentURL, for: .forCreating)
+        try RawSafeSave.replace(rawURL, with: contents)
+
+        var documentTimes: [Duration] = []
+        var rawTimes: [Duration] = []
+        let clock = ContinuousClock()
+        let warmUp = 3
+        for iteration in 0..<(warmUp + benchCase.iterations) {
+            // Alternate which goes first, so that neither always follows the other's writeback.
+            for documentFirst in iteration % 2 == 0 ? [true, false] : [false, true] {
+                if documentFirst {
+                    document.updateChangeCount(.done)
+                    let start = clock.now
+                    try await document.saveDocument(to: documentURL, for: .forOverwriting)
+                    let time = clock.now - start
+                    if iteration >= warmUp { documentTimes.append(time) }
+                } else {
+                    let start = clock.now
+                    try RawSafeSave.replace(rawURL, with: contents)
+                    let time = clock.now - start
+                    if iteration >= warmUp { rawTimes.append(time) }
+                }
+            }
+        }
+        await document.close()
+        let documentMedian = Measure.microseconds(Measure.median(documentTimes))
+        let rawMedian = Measure.microseconds(Measure.median(rawTimes))
+        BenchOutput.figure(bench: name, case: benchCase.name, metric: "median_us_document", value: documentMedian)
+        BenchOutput.figure(
+            bench: name, case: benchCase.name, metric: "median_us_raw_write_fsync_rename_fsyncdir", value: rawMedian)
+        BenchOutput.figure(bench: name, case: benchCase.name, metric: "ratio_vs_raw", value: documentMedian / rawMedian)
+    }
+}
+
+/// A flat document whose model is a blob of bytes.
+final class BlobDocument: Document {
+    var contents: Data
+
+    init(fileURL url: URL, contents: Data) {
+        self.contents = contents
+        super.init(fileURL: url)
+    }
+
+    override func contents(forType typeName: String) throws -> Any { contents }
+
+    override func load(fromContents contents: Any, ofType typeName: String?) throws {
+        self.contents = contents as? Data ?? Data()
+    }
+}
