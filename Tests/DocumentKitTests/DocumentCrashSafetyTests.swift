@@ -361,19 +361,6 @@ enum ExpectedGeneration {
     }
 }
 
-/// The `document-test-helper` executable: beside the test binary, else in the package's debug build folder.
-func helperExecutable() throws -> URL {
-    let besideTests = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        .deletingLastPathComponent().appendingPathComponent("document-test-helper")
-    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    let inBuildFolder = packageRoot.appendingPathComponent(".build/debug/document-test-helper")
-    for candidate in [besideTests, inBuildFolder] where FileManager.default.isExecutableFile(atPath: candidate.path) {
-        return candidate
-    }
-    throw CrashCheckFailure("document-test-helper not found at \(besideTests.path) or \(inBuildFolder.path)")
-}
-
 /// A fresh directory under the system temporary directory; the caller removes it.
 func makeCrashScratchDirectory() throws -> URL {
     let url = FileManager.default.temporaryDirectory
