@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension Document {
     /// Runs `block` on the document's background file-access queue, after every file operation asked for before it
     /// (open, save, close, revert, other blocks) has finished, and before any asked for after it.
@@ -39,6 +43,9 @@ extension Document {
 
     /// The identity of the file on disk that decides whether another writer changed it: its modification date.
     nonisolated static func modificationDate(of url: URL) -> Date? {
-        (try? FileManager.default.attributesOfItem(atPath: url.path))?[.modificationDate] as? Date
+        var status = stat()
+        guard lstat(url.path, &status) == 0 else { return nil }
+        let time = status.st_mtim
+        return Date(timeIntervalSince1970: TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1_000_000_000)
     }
 }

@@ -56,6 +56,8 @@ extension Document {
                 guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
                     throw DocumentError(.fileNotFound, "no file at \(url.path)")
                 }
+                // No save of this file runs while we hold the read: temporary files are leftovers of killed saves.
+                SafeFileWriter.removeStaleTemporarySiblings(of: url)
                 if isDirectory.boolValue { return try FileWrapper(url: url, options: .immediate) }
                 return try Data(contentsOf: url)
             }

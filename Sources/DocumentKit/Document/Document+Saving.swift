@@ -66,15 +66,21 @@ extension Document {
             }
             var writtenAt: URL?
             do {
-                try SafeFileWriter.replaceItem(at: url) { temporaryURL in
+                try SafeFileWriter.replaceItem(at: url, synchronizesContents: false) { temporaryURL in
                     writtenAt = temporaryURL
-                    try self.writeContents(
-                        contents, to: temporaryURL, for: saveOperation, originalContentsURL: exists ? url : nil)
+                    let durability = DurableWriteReport()
+                    try DurableWriteReport.$current.withValue(durability) {
+                        try self.writeContents(
+                            contents, to: temporaryURL, for: saveOperation, originalContentsURL: exists ? url : nil)
+                    }
+                    // An override that wrote by itself has not flushed what it wrote: flush it all.
+                    if !durability.isDurable { try SafeFileWriter.synchronizeTree(at: temporaryURL) }
                     if let additionalFileAttributes, !additionalFileAttributes.isEmpty {
                         let attributes = Dictionary(uniqueKeysWithValues: additionalFileAttributes.compactMap {
                             key, value in (key as? String).map { (FileAttributeKey($0), value) }
                         })
                         try FileManager.default.setAttributes(attributes, ofItemAtPath: temporaryURL.path)
+                        try SafeFileWriter.synchronizeItem(at: temporaryURL)
                     }
                 }
             } catch let error as DocumentError {
@@ -100,11 +106,22 @@ extension Document {
         switch contents {
         case let data as Data:
             try SafeFileWriter.writeFile(data, to: url)
+            DurableWriteReport.current?.isDurable = true
         case let wrapper as FileWrapper:
             try wrapper.write(to: url, options: .withNameUpdating, originalContentsURL: originalContentsURL)
+            DurableWriteReport.current?.isDurable = true
         default:
             throw DocumentError(
                 .invalidContents, "contents(forType:) returned \(type(of: contents)); expected Data or FileWrapper")
         }
     }
+}
+
+/// Tells a safe save whether the item written into its temporary location is already flushed to disk: the default
+/// writers (`Data` through `SafeFileWriter.writeFile`, packages through `FileWrapper.write`) sync every file and
+/// directory they create, so the save need not sync them again; an override's writes are synced by the save.
+final class DurableWriteReport: @unchecked Sendable {
+    // @unchecked Sendable: created, set and read on the one thread running a save's write, never shared.
+    @TaskLocal static var current: DurableWriteReport?
+    var isDurable = false
 }

@@ -286,7 +286,9 @@ open class Document: FilePresenter {
     }
 
     /// Writes `contents` (`Data` or ``FileWrapper``) to `url`, where nothing exists yet. For a package, members that
-    /// did not change are hard-linked from `originalContentsURL` instead of written again.
+    /// did not change are hard-linked from `originalContentsURL` instead of written again. The default flushes what
+    /// it writes; when an override writes instead, the save flushes the whole item before moving it into place (an
+    /// override that calls `super` and then adds files of its own must flush those itself).
     nonisolated open func writeContents(
         _ contents: Any,
         to url: URL,

@@ -184,12 +184,8 @@ extension FileWrapper {
                 unlink(location.path)
                 return nil
             }
-            // The original may never have been synced; if it cannot even be opened to sync (no read
-            // permission), write the bytes instead.
-            guard (try? SafeFileWriter.synchronizeItem(at: location)) != nil else {
-                unlink(location.path)
-                return nil
-            }
+            // No fsync of the link: the original's contents are already on disk (a previous save synced them),
+            // and the new directory entry is made durable by syncing its directory.
             return FileOrigin(url: context.finalURL(relativePath), identity: linked, recordedAt: recordedAt)
         }
         return nil

@@ -145,6 +145,23 @@ package enum SafeFileWriter {
         return destination.deletingLastPathComponent().appendingPathComponent(".\(name).\(hex).tmp")
     }
 
+    /// Deletes the temporary siblings of `destination` that saves killed mid-way left behind. Call only while no
+    /// save of `destination` can be running (inside a coordinated access to it); returns how many were removed.
+    @discardableResult
+    package static func removeStaleTemporarySiblings(of destination: URL) -> Int {
+        let directory = destination.deletingLastPathComponent()
+        let prefix = ".\(destination.lastPathComponent.prefix(180))."
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return 0 }
+        var removed = 0
+        for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
+            let hex = name.dropFirst(prefix.count).dropLast(4)
+            guard !hex.isEmpty, hex.allSatisfy(\.isHexDigit) else { continue }
+            removeTree(at: directory.appendingPathComponent(name))
+            removed += 1
+        }
+        return removed
+    }
+
     /// Deletes the item at `url` and everything under it, ignoring errors; best-effort cleanup.
     package static func removeTree(at url: URL) {
         try? FileManager.default.removeItem(atPath: url.path)

@@ -20,12 +20,15 @@ struct DocumentDemo {
 
         narrator.step(2, "Edit it; autosave writes the change by itself")
         note.setText("milk, eggs")
+        try await waitFor("the undo group to close") { note.hasUnsavedChanges }
+        narrator.detail("unsaved changes: \(note.hasUnsavedChanges)")
         try await waitFor("the autosave") { !note.hasUnsavedChanges }
         narrator.done("on disk after autosave: \"\(try read(noteURL))\"")
 
         narrator.step(3, "Undo through the document's undo manager")
         narrator.detail("menu reads \"\(note.undoManager.undoMenuItemTitle)\"")
         note.undoManager.undo()
+        narrator.detail("unsaved changes: \(note.hasUnsavedChanges)")
         try await waitFor("the autosave of the undo") { !note.hasUnsavedChanges }
         narrator.done("on disk after undo: \"\(try read(noteURL))\"; redo menu reads \"\(note.undoManager.redoMenuItemTitle)\"")
 
