@@ -45,6 +45,7 @@ struct Benchmark: Sendable {
     static let all: [Benchmark] = [
         Benchmark(name: DocumentSaveBenchmark.name) { @MainActor in try await DocumentSaveBenchmark.run(in: $0) },
         Benchmark(name: PackageSaveBenchmark.name) { @MainActor in try await PackageSaveBenchmark.run(in: $0) },
+        Benchmark(name: CoordinationBenchmark.name) { @MainActor in try CoordinationBenchmark.run(in: $0) },
     ]
 
     /// Runs the benchmark in a scratch directory under `parent`, which is removed afterwards whatever happens.
