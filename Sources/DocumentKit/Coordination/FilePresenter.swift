@@ -90,8 +90,9 @@ public struct PresentedItemVersion: Sendable, Hashable {
     public var savingComputer: String?
 
     /// Creates a version description.
-    public init(persistentIdentifier: String, isConflict: Bool, modificationDate: Date? = nil, savingComputer: String? = nil)
-    {
+    public init(
+        persistentIdentifier: String, isConflict: Bool, modificationDate: Date? = nil, savingComputer: String? = nil
+    ) {
         self.persistentIdentifier = persistentIdentifier
         self.isConflict = isConflict
         self.modificationDate = modificationDate

@@ -2,9 +2,6 @@ import Foundation
 
 extension Document {
 
-
-
-
     func scheduleAutosaveIfNeeded() {
         guard hasUnsavedChanges else { return cancelAutosave() }
         guard autosaveTask == nil, !documentState.contains(.closed) else { return }

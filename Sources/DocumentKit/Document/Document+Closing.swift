@@ -2,7 +2,6 @@ import Foundation
 
 extension Document {
 
-
     /// Closes the document, throwing the error of a failed last save.
     public func closeDocument() async throws {
         try await closeDocument(turn: serializer.reserve())
@@ -35,8 +34,6 @@ extension Document {
         state.remove(.progressAvailable)
         documentState = state
     }
-
-
 
     /// Reverts, throwing a ``DocumentError`` (or what ``load(fromContents:ofType:)`` threw) on failure.
     public func revertDocument(toContentsOf url: URL) async throws {

@@ -2,8 +2,6 @@ import Foundation
 
 extension Document {
 
-
-
     /// Runs a throwing operation for a `Bool`-returning one: reports an error through
     /// ``handleError(_:userInteractionPermitted:)`` and returns whether it succeeded.
     func reportingErrors(userInteractionPermitted: Bool, _ body: () async throws -> Void) async -> Bool {

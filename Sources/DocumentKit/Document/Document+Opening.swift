@@ -2,7 +2,6 @@ import Foundation
 
 extension Document {
 
-
     /// Opens the document, throwing a ``DocumentError`` (or what ``load(fromContents:ofType:)`` threw) on failure.
     public func openDocument() async throws {
         try await openDocument(turn: serializer.reserve())

@@ -17,8 +17,9 @@ extension Document {
     }
 
     /// Lets a reader in once the document's pending file access is done, and holds further access until it is done.
-    nonisolated public func relinquishPresentedItem(toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void)
-    {
+    nonisolated public func relinquishPresentedItem(
+        toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void
+    ) {
         let serializer = serializer
         let ticket = serializer.reserve()
         Task.detached {
@@ -29,8 +30,9 @@ extension Document {
 
     /// Lets a writer in once the document's pending file access is done; when it is done, reverts to what it wrote
     /// if the document has no unsaved changes.
-    nonisolated public func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void)
-    {
+    nonisolated public func relinquishPresentedItem(
+        toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void
+    ) {
         let serializer = serializer
         let ticket = serializer.reserve()
         Task.detached { [weak self] in

@@ -2,7 +2,6 @@ import Foundation
 
 extension Document {
 
-
     /// Saves the document, throwing a ``DocumentError`` (or what the subclass threw) on failure.
     public func saveDocument(to url: URL, for saveOperation: SaveOperation) async throws {
         try await saveDocument(to: url, for: saveOperation, turn: serializer.reserve())
@@ -11,8 +10,6 @@ extension Document {
     func saveDocument(to url: URL, for saveOperation: SaveOperation, turn: FileAccessSerializer.Ticket) async throws {
         try await serializer.run(turn) { try await performSave(to: url, for: saveOperation) }
     }
-
-
 
     /// The save itself, inside the caller's file-access turn.
     func performSave(to url: URL, for saveOperation: SaveOperation) async throws {
@@ -47,7 +44,6 @@ extension Document {
         documentState.remove(.savingError)
     }
 
-    
     /// Writes `contents` to `url` safely: a coordinated write that builds the new item in a temporary sibling through
     /// ``writeContents(_:to:for:originalContentsURL:)``, applies `additionalFileAttributes`, flushes it, and renames
     /// it over `url`, so a crash at any instant leaves the old or the new item. Called on the file-access queue.
@@ -76,9 +72,10 @@ extension Document {
                     // An override that wrote by itself has not flushed what it wrote: flush it all.
                     if !durability.isDurable { try SafeFileWriter.synchronizeTree(at: temporaryURL) }
                     if let additionalFileAttributes, !additionalFileAttributes.isEmpty {
-                        let attributes = Dictionary(uniqueKeysWithValues: additionalFileAttributes.compactMap {
-                            key, value in (key as? String).map { (FileAttributeKey($0), value) }
-                        })
+                        let attributes = Dictionary(
+                            uniqueKeysWithValues: additionalFileAttributes.compactMap {
+                                key, value in (key as? String).map { (FileAttributeKey($0), value) }
+                            })
                         try FileManager.default.setAttributes(attributes, ofItemAtPath: temporaryURL.path)
                         try SafeFileWriter.synchronizeItem(at: temporaryURL)
                     }

@@ -51,7 +51,9 @@ open class Document: FilePresenter {
     /// Progress of a load in progress (a download, for synced items); setting it adds `.progressAvailable`.
     open var progress: Progress? {
         didSet {
-            if progress == nil { documentState.remove(.progressAvailable) } else {
+            if progress == nil {
+                documentState.remove(.progressAvailable)
+            } else {
                 documentState.insert(.progressAvailable)
             }
         }
@@ -220,7 +222,9 @@ open class Document: FilePresenter {
     /// Autosaves and calls `completionHandler` on the main actor with the outcome.
     open func autosave(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
         // The completion form: the caller does not wait; the handler runs on the main actor, as UIDocument's does.
-        Task { let success = await autosave(); completionHandler?(success) }
+        Task {
+            let success = await autosave(); completionHandler?(success)
+        }
     }
 
     /// Closes the document: saves unsaved changes first, then stops presenting the file. Editing is disabled while
@@ -300,7 +304,8 @@ open class Document: FilePresenter {
 
     /// Attributes to give the saved item, keyed by `FileAttributeKey` raw values (such as `posixPermissions`). The
     /// default asks for none beyond what the write sets.
-    nonisolated open func fileAttributesToWrite(to url: URL, for saveOperation: SaveOperation) throws -> [AnyHashable: Any]
+    nonisolated open func fileAttributesToWrite(to url: URL, for saveOperation: SaveOperation) throws -> [AnyHashable:
+        Any]
     {
         [:]
     }

@@ -9,7 +9,8 @@ public struct DocumentError: Error, Sendable, CustomStringConvertible, Localized
     /// The kind of failure.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable {
-            case fileNotFound, readFailed, writeFailed, fileExists, invalidContents, notOpen, alreadyOpen, closedByDeletion
+            case fileNotFound, readFailed, writeFailed, fileExists, invalidContents, notOpen, alreadyOpen,
+                closedByDeletion
         }
         private let base: Base
         /// The document's file does not exist.

@@ -116,18 +116,22 @@ public final class DocumentTypeRegistry: Sendable {
         DocumentType(identifier: "public.folder", conformsTo: [DocumentType.directoryIdentifier]),
         DocumentType(identifier: DocumentType.packageIdentifier, conformsTo: [DocumentType.directoryIdentifier]),
         DocumentType(identifier: "public.text", conformsTo: [DocumentType.dataIdentifier, "public.content"]),
-        DocumentType(identifier: "public.plain-text", conformsTo: ["public.text"], filenameExtensions: ["txt", "text"]),
+        DocumentType(
+            identifier: "public.plain-text", conformsTo: ["public.text"], filenameExtensions: ["txt", "text"]),
         DocumentType(identifier: "public.utf8-plain-text", conformsTo: ["public.plain-text"]),
-        DocumentType(identifier: "net.daringfireball.markdown", conformsTo: ["public.plain-text"],
+        DocumentType(
+            identifier: "net.daringfireball.markdown", conformsTo: ["public.plain-text"],
             filenameExtensions: ["md", "markdown"]),
         DocumentType(identifier: "public.json", conformsTo: ["public.text"], filenameExtensions: ["json"]),
         DocumentType(identifier: "public.xml", conformsTo: ["public.text"], filenameExtensions: ["xml"]),
-        DocumentType(identifier: "com.apple.property-list", conformsTo: [DocumentType.dataIdentifier],
+        DocumentType(
+            identifier: "com.apple.property-list", conformsTo: [DocumentType.dataIdentifier],
             filenameExtensions: ["plist"]),
         DocumentType(identifier: "public.image", conformsTo: [DocumentType.dataIdentifier, "public.content"]),
         DocumentType(identifier: "public.png", conformsTo: ["public.image"], filenameExtensions: ["png"]),
         DocumentType(identifier: "public.jpeg", conformsTo: ["public.image"], filenameExtensions: ["jpeg", "jpg"]),
-        DocumentType(identifier: "com.adobe.pdf", conformsTo: [DocumentType.dataIdentifier, "public.content"],
+        DocumentType(
+            identifier: "com.adobe.pdf", conformsTo: [DocumentType.dataIdentifier, "public.content"],
             filenameExtensions: ["pdf"]),
     ]
 }

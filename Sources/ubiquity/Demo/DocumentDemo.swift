@@ -30,7 +30,8 @@ struct DocumentDemo {
         note.undoManager.undo()
         narrator.detail("unsaved changes: \(note.hasUnsavedChanges)")
         try await waitFor("the autosave of the undo") { !note.hasUnsavedChanges }
-        narrator.done("on disk after undo: \"\(try read(noteURL))\"; redo menu reads \"\(note.undoManager.redoMenuItemTitle)\"")
+        narrator.done(
+            "on disk after undo: \"\(try read(noteURL))\"; redo menu reads \"\(note.undoManager.redoMenuItemTitle)\"")
 
         narrator.step(4, "Another writer replaces the file; the open document reverts by itself")
         let reloadsBefore = note.reloads
@@ -72,7 +73,8 @@ struct DocumentDemo {
     private func inodes(in directory: URL) throws -> [String: UInt64] {
         var result: [String: UInt64] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
-            let attributes = try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent(name).path)
+            let attributes = try FileManager.default.attributesOfItem(
+                atPath: directory.appendingPathComponent(name).path)
             result[name] = attributes[.systemFileNumber] as? UInt64
         }
         return result
