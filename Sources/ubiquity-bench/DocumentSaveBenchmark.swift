@@ -22,6 +22,9 @@ enum DocumentSaveBenchmark {
         for benchCase in cases {
             try await run(benchCase, in: scratch)
         }
+        let handoff = await idleHandoff()
+        BenchOutput.figure(
+            bench: name, case: "handoff", metric: "median_us_main_to_queue_and_back_idle", value: handoff)
     }
 
     private static func run(_ benchCase: Case, in scratch: URL) async throws {
@@ -61,6 +64,23 @@ enum DocumentSaveBenchmark {
         BenchOutput.figure(
             bench: name, case: benchCase.name, metric: "median_us_raw_write_fsync_rename_fsyncdir", value: rawMedian)
         BenchOutput.figure(bench: name, case: benchCase.name, metric: "ratio_vs_raw", value: documentMedian / rawMedian)
+    }
+
+    /// The floor a save off the main actor pays on this machine: a round trip from the main actor to a serial
+    /// queue and back, each thread having gone idle meanwhile (as they do while the disk flushes).
+    static func idleHandoff() async -> Double {
+        let queue = DispatchQueue(label: "ubiquity-bench.handoff")
+        let clock = ContinuousClock()
+        var samples: [Duration] = []
+        for _ in 0..<300 {
+            usleep(300)  // let both threads go idle, as during a flush
+            let start = clock.now
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                queue.async { continuation.resume() }
+            }
+            samples.append(clock.now - start)
+        }
+        return Measure.microseconds(Measure.median(samples))
     }
 }
 
