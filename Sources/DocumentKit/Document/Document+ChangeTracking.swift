@@ -5,14 +5,19 @@ extension Document {
     func scheduleAutosaveIfNeeded() {
         guard hasUnsavedChanges else { return cancelAutosave() }
         guard autosaveTask == nil, !documentState.contains(.closed) else { return }
-        let delay = autosaveDelay
+        // After failed autosaves, wait longer each time (up to a minute) but keep trying: unsaved work must reach
+        // the disk without waiting for another edit.
+        let backoff = min(1 << min(autosaveFailures, 16), 60)
+        let delay = autosaveFailures == 0 ? autosaveDelay : max(autosaveDelay, .seconds(backoff))
         // The autosave timer: one pending at a time, cancelled on close; it must outlive the edit that started it.
         autosaveTask = Task { [weak self] in
             try? await Task.sleep(for: delay)
             guard !Task.isCancelled, let self else { return }
             self.autosaveTask = nil
-            if self.hasUnsavedChanges && !self.documentState.contains(.closed) {
-                await self.autosave()
+            guard self.hasUnsavedChanges, !self.documentState.contains(.closed) else { return }
+            self.autosave { saved in
+                self.autosaveFailures = saved ? 0 : self.autosaveFailures + 1
+                self.scheduleAutosaveIfNeeded()
             }
         }
     }

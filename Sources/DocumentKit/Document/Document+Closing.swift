@@ -2,25 +2,24 @@ import Foundation
 
 extension Document {
 
-    /// Closes the document, throwing the error of a failed last save.
+    /// Closes the document, throwing the error of a failed last save (the document closes all the same).
     public func closeDocument() async throws {
-        try await closeDocument(turn: serializer.reserve())
+        guard !documentState.contains(.closed) else { return }
+        cancelAutosave()
+        documentState.insert(.editingDisabled)
+        var saveError: (any Error)?
+        do { try await autosaveDocument(turn: serializer.reserve()) } catch { saveError = error }
+        await serializer.run(serializer.reserve()) { markClosed() }
+        if let saveError { throw saveError }
     }
 
-    func closeDocument(turn: FileAccessSerializer.Ticket) async throws {
-        try await serializer.run(turn) {
-            guard !documentState.contains(.closed) else { return }
-            cancelAutosave()
-            documentState.insert(.editingDisabled)
-            if errorsBeingHandled > 0 {
-                userInteractionNoLongerPermitted(forError: DocumentError(.notOpen, "\(fileURL.path) is closing"))
-            }
-            var saveError: (any Error)?
-            if hasUnsavedChanges {
-                do { try await performSave(to: fileURL, for: .forOverwriting) } catch { saveError = error }
-            }
-            markClosed()
-            if let saveError { throw saveError }
+    /// The end of ``close(completionHandler:)``, after its last save: closes in the next file-access turn.
+    func finishClosing(saved: Bool, completionHandler: (@MainActor @Sendable (Bool) -> Void)?) {
+        let turn = serializer.reserve()
+        // Continues the close the caller started; its handler runs on the main actor.
+        Task {
+            await serializer.run(turn) { markClosed() }
+            completionHandler?(saved)
         }
     }
 
@@ -48,10 +47,19 @@ extension Document {
         guard !documentState.contains(.closed) else {
             throw DocumentError(.notOpen, "cannot revert \(fileURL.path): the document is closed")
         }
+        guard url.isFileURL else { throw DocumentError(.readFailed, "cannot revert to \(url): not a file URL") }
         cancelAutosave()
         documentState.insert(.editingDisabled)
-        try await readAndLoad(from: url)
-        if url.standardizedFileURL != fileURL { fileModificationDate = Self.modificationDate(of: fileURL) }
+        do {
+            try await readAndLoad(from: url)
+        } catch {
+            scheduleAutosaveIfNeeded()  // the unsaved changes are still there and must not wait for another edit
+            throw error
+        }
+        if url.standardizedFileURL != fileURL {
+            diskIdentity = DiskIdentity.of(fileURL)
+            fileModificationDate = diskIdentity?.modificationDate
+        }
         changeTracking.apply(.cleared)
         undoManager.removeAllActions()
         documentState.remove(.editingDisabled)

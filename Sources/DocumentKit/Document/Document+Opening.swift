@@ -19,21 +19,37 @@ extension Document {
         }
     }
 
-    /// Reads `url` off the main actor through ``read(from:)`` and records the file's modification date.
+    /// Reads `url` off the main actor through ``read(from:)``, then loads what it read on the main actor and records
+    /// the item's identity as it was read.
     func readAndLoad(from url: URL) async throws {
         let reader = HandOff(value: self)
-        try await onFileAccessQueue { try reader.value.read(from: url) }
-        fileModificationDate = Self.modificationDate(of: url)
+        let read = ReadHandOff()
+        try await onFileAccessQueue { try ReadHandOff.$current.withValue(read) { try reader.value.read(from: url) } }
+        if let contents = read.contents {
+            do {
+                try load(fromContents: contents.value, ofType: read.typeName)
+            } catch let error as DocumentError {
+                throw error
+            } catch {
+                throw DocumentError(.readFailed, "could not load \(url.path)", underlying: error)
+            }
+        }
+        diskIdentity = read.identity ?? DiskIdentity.of(url)
+        fileModificationDate = diskIdentity?.modificationDate
     }
 
-    /// Reads the item at `url` and passes its contents to ``load(fromContents:ofType:)`` on the main actor.
-    ///
-    /// Called on the document's file-access queue. The default reads with a coordinated read — `Data` for a file,
-    /// a ``FileWrapper`` for a directory or package — and throws ``DocumentError`` (`.fileNotFound`, `.readFailed`).
-    /// Override to read in your own way; call ``load(fromContents:ofType:)`` through `MainActor` yourself then.
+    /// The default ``read(from:)``: a coordinated read, whose contents go to ``load(fromContents:ofType:)`` on the
+    /// main actor — handed back to the awaiting open or revert, or, when called from elsewhere, through the main queue.
     nonisolated func readWithCoordination(from url: URL) throws {
-        let contents = try Self.readContents(at: url, presenter: self)
+        var identity: DiskIdentity?
+        let contents = try Self.readContents(at: url, presenter: self) { identity = DiskIdentity.of($0) }
         let typeName = typeRegistry.type(forFileAt: url, isDirectory: contents is FileWrapper).identifier
+        if let read = ReadHandOff.current {
+            read.contents = HandOff(value: contents)
+            read.typeName = typeName
+            read.identity = identity
+            return
+        }
         let handOff = HandOff(value: contents)
         try Self.onMainActor {
             do {
@@ -47,22 +63,24 @@ extension Document {
     }
 
     /// Reads `url` as `Data` or a `FileWrapper`, coordinated on behalf of `presenter`.
-    nonisolated static func readContents(at url: URL, presenter: (any FilePresenter)?) throws -> Any {
+    nonisolated static func readContents(
+        at url: URL,
+        presenter: (any FilePresenter)?,
+        whileReading: (URL) -> Void = { _ in }
+    ) throws -> Any {
         let coordinator = FileCoordinator(filePresenter: presenter)
-        let read: () throws -> Any = {
-            try coordinator.coordinate(readingItemAt: url, options: .withoutChanges) { url in
+        do {
+            return try coordinator.coordinate(readingItemAt: url, options: .withoutChanges) { url in
                 var isDirectory: ObjCBool = false
                 guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
                     throw DocumentError(.fileNotFound, "no file at \(url.path)")
                 }
                 // No save of this file runs while we hold the read: temporary files are leftovers of killed saves.
                 SafeFileWriter.removeStaleTemporarySiblings(of: url)
+                whileReading(url)
                 if isDirectory.boolValue { return try FileWrapper(url: url, options: .immediate) }
                 return try Data(contentsOf: url)
             }
-        }
-        do {
-            return try read()
         } catch let error as DocumentError {
             throw error
         } catch {
@@ -75,4 +93,15 @@ extension Document {
         if Thread.isMainThread { return try MainActor.assumeIsolated(body) }
         return try DispatchQueue.main.sync { try MainActor.assumeIsolated(body) }
     }
+}
+
+/// Carries what the default ``Document/read(from:)`` read, from the file-access queue back to the open or revert
+/// awaiting it on the main actor, which calls ``Document/load(fromContents:ofType:)`` itself.
+final class ReadHandOff: @unchecked Sendable {
+    // @unchecked Sendable: written on the file-access queue, then read on the main actor only after the hop back,
+    // which orders the two.
+    @TaskLocal static var current: ReadHandOff?
+    var contents: HandOff<Any>?
+    var typeName: String?
+    var identity: DiskIdentity?
 }

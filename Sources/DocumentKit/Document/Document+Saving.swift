@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension Document {
 
     /// Saves the document, throwing a ``DocumentError`` (or what the subclass threw) on failure.
@@ -11,9 +15,21 @@ extension Document {
         try await serializer.run(turn) { try await performSave(to: url, for: saveOperation) }
     }
 
+    /// An autosave in `turn`: saves over the document's file if, by then, the document is still open and dirty; its
+    /// URL is read in the turn, so a move or deletion that came first is honoured.
+    func autosaveDocument(turn: FileAccessSerializer.Ticket) async throws {
+        try await serializer.run(turn) {
+            guard hasUnsavedChanges, !documentState.contains(.closed) else { return }
+            let url = presentedURL.withLock { $0 }
+            if url != fileURL { fileURL = url }
+            try await performSave(to: url, for: .forOverwriting)
+        }
+    }
+
     /// The save itself, inside the caller's file-access turn.
     func performSave(to url: URL, for saveOperation: SaveOperation) async throws {
         let url = url.standardizedFileURL
+        if saveOperation == .forOverwriting { try checkReplaceable(url) }
         let token = changeCountToken(for: saveOperation)
         let typeName = savingFileType ?? fileType ?? DocumentType.dataIdentifier
         let snapshot: HandOff<Any>
@@ -23,19 +39,34 @@ extension Document {
             documentState.insert(.savingError)
             throw error
         }
+        if saveOperation == .forOverwriting, let existing = Self.kind(of: url), existing == .directory,
+            !((snapshot.value as? FileWrapper)?.isDirectory ?? false)
+        {
+            documentState.insert(.savingError)
+            throw DocumentError(
+                .kindMismatch, "cannot save a flat document over the directory at \(url.path); nothing was changed")
+        }
         let writer = HandOff(value: self)
+        let report = SaveReport()
         do {
             try await onFileAccessQueue {
-                let document = writer.value
-                let attributes = try document.fileAttributesToWrite(to: url, for: saveOperation)
-                try document.writeContents(snapshot.value, andAttributes: attributes, safelyTo: url, for: saveOperation)
+                try SaveReport.$current.withValue(report) {
+                    let document = writer.value
+                    let attributes = try document.fileAttributesToWrite(to: url, for: saveOperation)
+                    try document.writeContents(
+                        snapshot.value, andAttributes: attributes, safelyTo: url, for: saveOperation)
+                }
             }
         } catch {
             documentState.insert(.savingError)
             throw error
         }
-        if url != fileURL { fileURL = url }
-        fileModificationDate = Self.modificationDate(of: url)
+        if url != fileURL {
+            fileURL = url
+            presentedURL.withLock { $0 = url }
+        }
+        diskIdentity = report.identity ?? DiskIdentity.of(url)
+        fileModificationDate = diskIdentity?.modificationDate
         updateChangeCount(withToken: token, for: saveOperation)
         if documentState.contains(.closed) && saveOperation == .forCreating {
             startPresenting()
@@ -61,16 +92,21 @@ extension Document {
                 throw DocumentError(.fileExists, "cannot create \(url.path): an item is already there")
             }
             var writtenAt: URL?
+            let originalMode = exists ? Self.permissions(of: url) : nil
             do {
                 try SafeFileWriter.replaceItem(at: url, synchronizesContents: false) { temporaryURL in
                     writtenAt = temporaryURL
-                    let durability = DurableWriteReport()
-                    try DurableWriteReport.$current.withValue(durability) {
+                    let report = SaveReport.current ?? SaveReport()
+                    report.isDurable = false
+                    try SaveReport.$current.withValue(report) {
                         try self.writeContents(
                             contents, to: temporaryURL, for: saveOperation, originalContentsURL: exists ? url : nil)
                     }
                     // An override that wrote by itself has not flushed what it wrote: flush it all.
-                    if !durability.isDurable { try SafeFileWriter.synchronizeTree(at: temporaryURL) }
+                    if !report.isDurable { try SafeFileWriter.synchronizeTree(at: temporaryURL) }
+                    // Keep the file's permissions (a private diary stays private) unless asked for others.
+                    let setsPermissions = additionalFileAttributes?[FileAttributeKey.posixPermissions.rawValue] != nil
+                    if let originalMode, !setsPermissions { chmod(temporaryURL.path, originalMode) }
                     if let additionalFileAttributes, !additionalFileAttributes.isEmpty {
                         let attributes = Dictionary(
                             uniqueKeysWithValues: additionalFileAttributes.compactMap {
@@ -88,6 +124,7 @@ extension Document {
             if let wrapper = contents as? FileWrapper, let writtenAt {
                 wrapper.settleOrigins(movedFrom: writtenAt, to: url)
             }
+            SaveReport.current?.identity = DiskIdentity.of(url)
         }
     }
 
@@ -103,10 +140,10 @@ extension Document {
         switch contents {
         case let data as Data:
             try SafeFileWriter.writeFile(data, to: url)
-            DurableWriteReport.current?.isDurable = true
+            SaveReport.current?.isDurable = true
         case let wrapper as FileWrapper:
             try wrapper.write(to: url, options: .withNameUpdating, originalContentsURL: originalContentsURL)
-            DurableWriteReport.current?.isDurable = true
+            SaveReport.current?.isDurable = true
         default:
             throw DocumentError(
                 .invalidContents, "contents(forType:) returned \(type(of: contents)); expected Data or FileWrapper")
@@ -114,11 +151,49 @@ extension Document {
     }
 }
 
-/// Tells a safe save whether the item written into its temporary location is already flushed to disk: the default
-/// writers (`Data` through `SafeFileWriter.writeFile`, packages through `FileWrapper.write`) sync every file and
-/// directory they create, so the save need not sync them again; an override's writes are synced by the save.
-final class DurableWriteReport: @unchecked Sendable {
-    // @unchecked Sendable: created, set and read on the one thread running a save's write, never shared.
-    @TaskLocal static var current: DurableWriteReport?
+/// What a save's background write tells the main actor: whether the item written into the temporary location is
+/// already flushed (the default writers — `Data` through `SafeFileWriter.writeFile`, packages through
+/// `FileWrapper.write` — sync every file and directory they create, so the save need not sync them again; an
+/// override's writes are synced by the save), and the identity of the item just after it landed, taken while the
+/// coordinated write still excludes other writers.
+final class SaveReport: @unchecked Sendable {
+    // @unchecked Sendable: filled on the file-access queue, read on the main actor only after the hop back, which
+    // orders the two.
+    @TaskLocal static var current: SaveReport?
     var isDurable = false
+    var identity: DiskIdentity?
+}
+
+extension Document {
+    enum ItemKind { case file, directory, other }
+
+    /// What is at `url`, not following a final symbolic link; `nil` if nothing.
+    nonisolated static func kind(of url: URL) -> ItemKind? {
+        var status = stat()
+        guard lstat(url.path, &status) == 0 else { return nil }
+        switch status.st_mode & S_IFMT {
+        case S_IFREG: return .file
+        case S_IFDIR: return .directory
+        default: return .other
+        }
+    }
+
+    /// The permission bits of the item at `url`.
+    nonisolated static func permissions(of url: URL) -> mode_t? {
+        var status = stat()
+        guard lstat(url.path, &status) == 0 else { return nil }
+        return status.st_mode & 0o7777
+    }
+
+    /// Refuses to overwrite a directory that is not this document's own package: a mistyped path must never
+    /// replace (and so delete) a folder of the user's.
+    func checkReplaceable(_ url: URL) throws {
+        guard Self.kind(of: url) == .directory else { return }
+        let ownOpenItem = url == fileURL && !documentState.contains(.closed)
+        if ownOpenItem || typeRegistry.isPackageExtension(url.pathExtension) { return }
+        documentState.insert(.savingError)
+        throw DocumentError(
+            .kindMismatch,
+            "refusing to replace the folder at \(url.path): it is not a package of this document; nothing was changed")
+    }
 }

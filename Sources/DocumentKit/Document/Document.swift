@@ -75,19 +75,38 @@ open class Document: FilePresenter {
     var stateContinuations: [UUID: AsyncStream<State>.Continuation] = [:]
     var unresolvedConflictVersions: Set<String> = []
     var isPresenting = false
+    /// The identity of the item as of the last open, save or revert (see ``DiskIdentity``).
+    var diskIdentity: DiskIdentity?
+    var autosaveFailures = 0
     var errorsBeingHandled = 0
     private var _undoManager: UndoManager?
 
-    /// Creates a closed document for the file at `url`. Nothing is read until ``open()``.
-    public init(fileURL url: URL, typeRegistry: DocumentTypeRegistry = .default) {
+    /// Creates a closed document for the file at `url`, typed through ``DocumentTypeRegistry/default``. Nothing is
+    /// read until ``open()``.
+    public init(fileURL url: URL) {
+        precondition(url.isFileURL, "a document needs a file URL")
+        fileURL = url.standardizedFileURL
+        presentedURL = Mutex(url.standardizedFileURL)
+        typeRegistry = .default
+        fileAccessQueue = DispatchQueue(label: "DocumentKit.Document.fileAccess")
+        operationQueue = Self.makePresenterQueue()
+    }
+
+    /// Creates a closed document for the file at `url` whose types come from `typeRegistry`.
+    public init(fileURL url: URL, typeRegistry: DocumentTypeRegistry) {
         precondition(url.isFileURL, "a document needs a file URL")
         fileURL = url.standardizedFileURL
         presentedURL = Mutex(url.standardizedFileURL)
         self.typeRegistry = typeRegistry
         fileAccessQueue = DispatchQueue(label: "DocumentKit.Document.fileAccess")
-        operationQueue = OperationQueue()
-        operationQueue.maxConcurrentOperationCount = 1
-        operationQueue.name = "DocumentKit.Document.presenter"
+        operationQueue = Self.makePresenterQueue()
+    }
+
+    private static func makePresenterQueue() -> OperationQueue {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.name = "DocumentKit.Document.presenter"
+        return queue
     }
 
     isolated deinit {
@@ -165,17 +184,15 @@ open class Document: FilePresenter {
     open func enableEditing() {}
 
     // MARK: Life cycle (implementations in Document+Opening, +Saving, +Closing)
+    //
+    // As in UIKit, the completion-handler forms are the primitives a subclass overrides; the async forms call them,
+    // and so do autosave and close, so an override sees every open, save, close and revert. Each queues its file
+    // access at the moment it is called.
 
     /// Opens the document: reads the file off the main actor (coordinated) and hands its contents to
-    /// ``load(fromContents:ofType:)``. Returns `false`, after reporting the error through
-    /// ``handleError(_:userInteractionPermitted:)``, when the file is missing or cannot be read or loaded; the
-    /// document then stays closed. ``openDocument()`` is the throwing form.
-    @discardableResult
-    open func open() async -> Bool {
-        await reportingErrors(userInteractionPermitted: true) { try await openDocument() }
-    }
-
-    /// Opens the document and calls `completionHandler` on the main actor with the outcome.
+    /// ``load(fromContents:ofType:)``, then calls `completionHandler` on the main actor with the outcome. On failure
+    /// (missing, unreadable or unloadable file) the error goes to ``handleError(_:userInteractionPermitted:)`` and
+    /// the document stays closed. ``openDocument()`` is the throwing form.
     open func open(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
         let turn = serializer.reserve()
         // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
@@ -185,17 +202,18 @@ open class Document: FilePresenter {
         }
     }
 
-    /// Saves the document to `url`. `.forCreating` writes a new file (and fails, changing nothing, if an item is
-    /// already there) and leaves the document open; `.forOverwriting` replaces the file. The snapshot is taken on
-    /// the main actor through ``contents(forType:)``; the write runs off it, coordinated and crash-safe. On failure
-    /// the document gains `.savingError` (cleared by the next good save) and the error goes to
-    /// ``handleError(_:userInteractionPermitted:)``. ``saveDocument(to:for:)`` is the throwing form.
+    /// Opens the document; `true` on success. Calls ``open(completionHandler:)``.
     @discardableResult
-    open func save(to url: URL, for saveOperation: SaveOperation) async -> Bool {
-        await reportingErrors(userInteractionPermitted: true) { try await saveDocument(to: url, for: saveOperation) }
+    public func open() async -> Bool {
+        await withCheckedContinuation { continuation in open { continuation.resume(returning: $0) } }
     }
 
-    /// Saves the document and calls `completionHandler` on the main actor with the outcome.
+    /// Saves the document to `url`, then calls `completionHandler` on the main actor with the outcome.
+    /// `.forCreating` writes a new file (and fails, changing nothing, if an item is already there) and leaves the
+    /// document open; `.forOverwriting` replaces the file. The snapshot is taken on the main actor through
+    /// ``contents(forType:)``; the write runs off it, coordinated and crash-safe. On failure the document gains
+    /// `.savingError` (cleared by the next good save) and the error goes to
+    /// ``handleError(_:userInteractionPermitted:)``. ``saveDocument(to:for:)`` is the throwing form.
     open func save(
         to url: URL,
         for saveOperation: SaveOperation,
@@ -211,50 +229,68 @@ open class Document: FilePresenter {
         }
     }
 
-    /// Saves over ``fileURL`` if there are unsaved changes; what the autosave timer calls. Returns `true` when
-    /// nothing needed saving.
+    /// Saves the document; `true` on success. Calls ``save(to:for:completionHandler:)``.
     @discardableResult
-    open func autosave() async -> Bool {
-        guard hasUnsavedChanges, !documentState.contains(.closed) else { return true }
-        return await save(to: fileURL, for: .forOverwriting)
-    }
-
-    /// Autosaves and calls `completionHandler` on the main actor with the outcome.
-    open func autosave(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
-        // The completion form: the caller does not wait; the handler runs on the main actor, as UIDocument's does.
-        Task {
-            let success = await autosave(); completionHandler?(success)
+    public func save(to url: URL, for saveOperation: SaveOperation) async -> Bool {
+        await withCheckedContinuation { continuation in
+            save(to: url, for: saveOperation) { continuation.resume(returning: $0) }
         }
     }
 
-    /// Closes the document: saves unsaved changes first, then stops presenting the file. Editing is disabled while
-    /// it runs. Returns `false` when that last save failed (the document closes all the same).
-    /// ``closeDocument()`` is the throwing form.
-    @discardableResult
-    open func close() async -> Bool {
-        await reportingErrors(userInteractionPermitted: false) { try await closeDocument() }
-    }
-
-    /// Closes the document and calls `completionHandler` on the main actor with the outcome.
-    open func close(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
+    /// Saves over the document's file if it is open and has unsaved changes — what the autosave timer and
+    /// ``close(completionHandler:)`` call; `completionHandler` gets `true` when nothing needed saving. Whether to
+    /// save is decided in the save's own turn, so a document closed, moved or deleted meanwhile is not written.
+    open func autosave(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
         let turn = serializer.reserve()
         // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
         Task {
-            let success = await reportingErrors(userInteractionPermitted: false) { try await closeDocument(turn: turn) }
+            let success = await reportingErrors(userInteractionPermitted: false) {
+                try await autosaveDocument(turn: turn)
+            }
             completionHandler?(success)
         }
     }
 
-    /// Discards unsaved changes and reloads the document from `url` (usually ``fileURL``). Editing is disabled while
-    /// it runs; on success the change count is cleared and the undo stack emptied. A failed revert leaves
-    /// `.editingDisabled` set, as UIDocument does, and reports the error. ``revertDocument(toContentsOf:)`` is the
-    /// throwing form.
+    /// Autosaves; `true` when the save succeeded or nothing needed saving. Calls ``autosave(completionHandler:)``.
     @discardableResult
-    open func revert(toContentsOf url: URL) async -> Bool {
-        await reportingErrors(userInteractionPermitted: true) { try await revertDocument(toContentsOf: url) }
+    public func autosave() async -> Bool {
+        await withCheckedContinuation { continuation in autosave { continuation.resume(returning: $0) } }
     }
 
-    /// Reverts and calls `completionHandler` on the main actor with the outcome.
+    /// Closes the document: saves unsaved changes through ``autosave(completionHandler:)``, then stops presenting
+    /// the file, and calls `completionHandler` on the main actor — with `false` when that last save failed (the
+    /// document closes all the same). Editing is disabled while it runs. ``closeDocument()`` is the throwing form.
+    open func close(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
+        guard !documentState.contains(.closed) else {
+            // Already closed: nothing to save; answer in call order all the same.
+            let turn = serializer.reserve()
+            Task {
+                await serializer.run(turn) {}
+                completionHandler?(true)
+            }
+            return
+        }
+        cancelAutosave()
+        documentState.insert(.editingDisabled)
+        if errorsBeingHandled > 0 {
+            userInteractionNoLongerPermitted(forError: DocumentError(.notOpen, "\(fileURL.path) is closing"))
+        }
+        autosave { saved in
+            self.finishClosing(saved: saved, completionHandler: completionHandler)
+        }
+    }
+
+    /// Closes the document; `true` unless the last save failed. Calls ``close(completionHandler:)``.
+    @discardableResult
+    public func close() async -> Bool {
+        await withCheckedContinuation { continuation in close { continuation.resume(returning: $0) } }
+    }
+
+    /// Discards unsaved changes and reloads the document from `url` (usually ``fileURL``), then calls
+    /// `completionHandler` on the main actor with the outcome. Editing is disabled while it runs; on success the
+    /// change count is cleared and the undo stack emptied. A failed revert leaves `.editingDisabled` set, as
+    /// UIDocument does, keeps the unsaved changes (autosave stays armed) and reports the error.
+    /// ``revertDocument(toContentsOf:)`` is the throwing form.
     open func revert(toContentsOf url: URL, completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
         let turn = serializer.reserve()
         // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
@@ -263,6 +299,14 @@ open class Document: FilePresenter {
                 try await revertDocument(toContentsOf: url, turn: turn)
             }
             completionHandler?(success)
+        }
+    }
+
+    /// Reverts; `true` on success. Calls ``revert(toContentsOf:completionHandler:)``.
+    @discardableResult
+    public func revert(toContentsOf url: URL) async -> Bool {
+        await withCheckedContinuation { continuation in
+            revert(toContentsOf: url) { continuation.resume(returning: $0) }
         }
     }
 

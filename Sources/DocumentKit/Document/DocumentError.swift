@@ -10,7 +10,7 @@ public struct DocumentError: Error, Sendable, CustomStringConvertible, Localized
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable {
             case fileNotFound, readFailed, writeFailed, fileExists, invalidContents, notOpen, alreadyOpen,
-                closedByDeletion
+                closedByDeletion, kindMismatch
         }
         private let base: Base
         /// The document's file does not exist.
@@ -27,6 +27,9 @@ public struct DocumentError: Error, Sendable, CustomStringConvertible, Localized
         public static let notOpen = Code(base: .notOpen)
         /// The document is already open.
         public static let alreadyOpen = Code(base: .alreadyOpen)
+        /// A save would replace an item of another kind (a folder with a file, or a folder that is not this
+        /// document's package); nothing was written.
+        public static let kindMismatch = Code(base: .kindMismatch)
         /// The file was deleted by another writer and the document closed.
         public static let closedByDeletion = Code(base: .closedByDeletion)
         public var description: String { base.rawValue }
