@@ -27,9 +27,21 @@ extension Document {
     }
 
     /// The save itself, inside the caller's file-access turn.
-    func performSave(to url: URL, for saveOperation: SaveOperation) async throws {
-        let url = url.standardizedFileURL
-        if saveOperation == .forOverwriting { try checkReplaceable(url) }
+    func performSave(to requestedURL: URL, for saveOperation: SaveOperation) async throws {
+        var url = requestedURL.standardizedFileURL
+        if saveOperation == .forOverwriting && url == fileURL {
+            // A save of the document's own file asked for before another writer moved or deleted it.
+            if wasDeleted {
+                throw DocumentError(.closedByDeletion, "\(url.path) was deleted by another writer; nothing was saved")
+            }
+            let current = presentedURL.withLock { $0 }
+            if current != url {
+                url = current
+                fileURL = current
+            }
+        }
+        let destination = url
+        if saveOperation == .forOverwriting { try checkReplaceable(destination) }
         let token = changeCountToken(for: saveOperation)
         let typeName = savingFileType ?? fileType ?? DocumentType.dataIdentifier
         let snapshot: HandOff<Any>
@@ -52,9 +64,9 @@ extension Document {
             try await onFileAccessQueue {
                 try SaveReport.$current.withValue(report) {
                     let document = writer.value
-                    let attributes = try document.fileAttributesToWrite(to: url, for: saveOperation)
+                    let attributes = try document.fileAttributesToWrite(to: destination, for: saveOperation)
                     try document.writeContents(
-                        snapshot.value, andAttributes: attributes, safelyTo: url, for: saveOperation)
+                        snapshot.value, andAttributes: attributes, safelyTo: destination, for: saveOperation)
                 }
             }
         } catch {

@@ -78,6 +78,8 @@ open class Document: FilePresenter {
     /// The identity of the item as of the last open, save or revert (see ``DiskIdentity``).
     var diskIdentity: DiskIdentity?
     var autosaveFailures = 0
+    /// Set when another writer deleted the file: saves to it are dropped from then on.
+    var wasDeleted = false
     var errorsBeingHandled = 0
     private var _undoManager: UndoManager?
 
@@ -237,18 +239,21 @@ open class Document: FilePresenter {
         }
     }
 
-    /// Saves over the document's file if it is open and has unsaved changes — what the autosave timer and
-    /// ``close(completionHandler:)`` call; `completionHandler` gets `true` when nothing needed saving. Whether to
-    /// save is decided in the save's own turn, so a document closed, moved or deleted meanwhile is not written.
+    /// Saves over the document's file, through ``save(to:for:completionHandler:)``, if it is open and has unsaved
+    /// changes — what the autosave timer and ``close(completionHandler:)`` call; `completionHandler` gets `true` when
+    /// nothing needed saving. A save queued behind a move follows the file; one queued behind its deletion is
+    /// dropped (see ``DocumentError/Code-swift.struct/closedByDeletion``).
     open func autosave(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
-        let turn = serializer.reserve()
-        // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
-        Task {
-            let success = await reportingErrors(userInteractionPermitted: false) {
-                try await autosaveDocument(turn: turn)
+        guard hasUnsavedChanges, !documentState.contains(.closed) else {
+            let turn = serializer.reserve()
+            // Nothing to save; answer in call order, on the main actor.
+            Task {
+                await serializer.run(turn) {}
+                completionHandler?(true)
             }
-            completionHandler?(success)
+            return
         }
+        save(to: fileURL, for: .forOverwriting, completionHandler: completionHandler)
     }
 
     /// Autosaves; `true` when the save succeeded or nothing needed saving. Calls ``autosave(completionHandler:)``.
