@@ -94,4 +94,58 @@ struct FilePresenterCrossProcessTests {
         #expect(try HelperProcess.run(["coord-safe-save", sandbox.lockDirectory, member.path, "{}"]) == 0)
         #expect(eventually { presenter.count("didChange") >= 1 })
     }
+
+    @Test("a package moved aside by a safe save without RENAME_EXCHANGE is a change, not a move to the temporary")
+    func packageMovedAsideIsNotAMove() throws {
+        DocumentTypeRegistry.default.register(
+            DocumentType(
+                identifier: "com.example.coordination-test-aside-package",
+                conformsTo: [DocumentType.packageIdentifier],
+                filenameExtensions: ["asidepkg"]))
+        let sandbox = try CoordinationSandbox()
+        let package = try sandbox.directory("Doc.asidepkg")
+        _ = try sandbox.file("Doc.asidepkg/Data/contents.json", "old")
+        let marker = try sandbox.file("marker.txt")
+        let presenter = RecordingPresenter(package)
+        let markerPresenter = RecordingPresenter(marker)
+        FileCoordinator.addFilePresenter(presenter)
+        FileCoordinator.addFilePresenter(markerPresenter)
+        defer {
+            FileCoordinator.removeFilePresenter(presenter)
+            FileCoordinator.removeFilePresenter(markerPresenter)
+        }
+        // Events are handled in order: once a change to the marker has been delivered, every event before it has
+        // been handled, and what it meant for `presenter` is on its queue.
+        var markers = 0
+        func settle() throws {
+            markers += 1
+            try Data("marker \(markers)".utf8).write(to: marker)
+            #expect(eventually { markerPresenter.count("didChange") == markers })
+            presenter.presentedItemOperationQueue.waitUntilAllOperationsAreFinished()
+        }
+
+        // What SafeFileWriter does on a file system without RENAME_EXCHANGE, uncoordinated as another process sees
+        // it: write the new package under a temporary name, move the old one aside, move the new one in, delete the
+        // old one. The presenter's item is briefly at the aside name, and nothing is at its path.
+        let new = try sandbox.directory(".Doc.asidepkg.5e1f.tmp")
+        _ = try sandbox.file(".Doc.asidepkg.5e1f.tmp/Data/contents.json", "new")
+        let aside = sandbox.url(".Doc.asidepkg.c0ffee.tmp")
+        #expect(rename(package.path, aside.path) == 0)
+        try settle()
+        #expect(presenter.log.isEmpty)
+        #expect(presenter.presentedItemURL?.path == package.path)
+
+        #expect(rename(new.path, package.path) == 0)
+        try settle()
+        try FileManager.default.removeItem(at: aside)
+        try settle()
+        #expect(presenter.count("didChange") >= 1)
+        #expect(!presenter.log.contains { $0.hasPrefix("didMove") || $0 == "accommodateDeletion" })
+        #expect(presenter.presentedItemURL?.path == package.path)
+
+        // The presenter follows the new package: a change inside it is heard.
+        let changes = presenter.count("didChange")
+        try Data("newer".utf8).write(to: package.appendingPathComponent("Data/contents.json"))
+        #expect(eventually { presenter.count("didChange") > changes })
+    }
 }

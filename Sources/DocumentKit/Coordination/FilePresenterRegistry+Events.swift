@@ -91,6 +91,15 @@ extension FilePresenterRegistry {
         }
         guard entry.identity != nil else { return nil }
         if let target = Self.currentPath(of: entry.pathFD), target != path {
+            if Self.isTemporarySibling(target, of: path) {
+                // Another process's safe save on a file system without RENAME_EXCHANGE moved the old item aside
+                // and is about to rename the new one in, then delete the old: not a move to follow. If the new
+                // item is already there, it is a change; if not, its rename (or, should the old item vanish with
+                // nothing in its place, the deletion) comes with a later batch. The record stays as it is.
+                guard let now = ItemIdentity.of(path: path), now != entry.identity else { return nil }
+                setPath(path, of: id)
+                return Notice(presenter: presenter) { presenter.presentedItemDidChange() }
+            }
             setPath(target, of: id)
             let isDirectory = entries[id]?.identity?.isDirectory ?? false
             let url = URL(fileURLWithPath: target, isDirectory: isDirectory)
@@ -139,6 +148,18 @@ extension FilePresenterRegistry {
 
     private func isPackagePath(_ path: String) -> Bool {
         DocumentTypeRegistry.default.isPackageExtension((path as NSString).pathExtension)
+    }
+
+    /// Whether `candidate` is named like a temporary sibling of `path` made by a safe save — `.<name>.<hex>.tmp` in
+    /// the same directory, as `SafeFileWriter.temporarySibling(of:)` names it — where a save by another process
+    /// moves the old item aside before moving the new one in.
+    static func isTemporarySibling(_ candidate: String, of path: String) -> Bool {
+        guard CoordinationPath.parent(of: candidate) == CoordinationPath.parent(of: path) else { return false }
+        let prefix = ".\((path as NSString).lastPathComponent.prefix(180))."
+        let name = (candidate as NSString).lastPathComponent
+        guard name.hasPrefix(prefix), name.hasSuffix(".tmp") else { return false }
+        let hex = name.dropFirst(prefix.count).dropLast(4)
+        return !hex.isEmpty && hex.allSatisfy(\.isHexDigit)
     }
 
     /// Where the item open as `fd` is now, or `nil` when it was deleted.

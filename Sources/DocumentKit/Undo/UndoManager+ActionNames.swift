@@ -1,32 +1,17 @@
 extension UndoManager {
-    /// The name of the step ``undo()`` would undo, or "" when it has none.
-    public var undoActionName: String {
+    /// The implementation of ``undoActionName``.
+    var nameOfStepToUndo: String {
         if let open = openGroups.first, !open.isEmpty { return open.actionName }
         return undoStack.last?.actionName ?? ""
     }
 
-    /// The name of the step ``redo()`` would redo, or "" when it has none.
-    public var redoActionName: String {
+    /// The implementation of ``redoActionName``.
+    var nameOfStepToRedo: String {
         redoStack.last?.actionName ?? ""
     }
 
-    /// The title of the Undo menu item, such as "Undo Typing", or "Undo" when the step has no name.
-    public var undoMenuItemTitle: String {
-        undoMenuTitle(forUndoActionName: undoActionName)
-    }
-
-    /// The title of the Redo menu item, such as "Redo Typing", or "Redo" when the step has no name.
-    public var redoMenuItemTitle: String {
-        redoMenuTitle(forUndoActionName: redoActionName)
-    }
-
-    /// Names the step being recorded, as shown in "Undo <name>" and "Redo <name>"; "" removes the name.
-    ///
-    /// Names every open group (while undoing, the redo step being recorded — though an undone step passes its own
-    /// name on to its redo step); with none open, the last step of the undo stack.
-    ///
-    /// - Parameter actionName: A short, capitalised verb phrase such as "Typing" or "Delete Item".
-    public func setActionName(_ actionName: String) {
+    /// The implementation of ``setActionName(_:)``.
+    func recordActionName(_ actionName: String) {
         if openGroups.isEmpty {
             if !undoStack.isEmpty { undoStack[undoStack.count - 1].actionName = actionName }
         } else {
@@ -34,13 +19,8 @@ extension UndoManager {
         }
     }
 
-    /// Marks the step being recorded as discardable (or not): a change that need not be saved, such as a selection.
-    ///
-    /// Applies to the innermost open group; with none open, to the last step of the undo stack. A group is
-    /// discardable when it is marked so or made only of discardable nested groups; its redo step inherits it.
-    ///
-    /// - Parameter discardable: Whether the step is discardable.
-    public func setActionIsDiscardable(_ discardable: Bool) {
+    /// The implementation of ``setActionIsDiscardable(_:)``.
+    func recordActionIsDiscardable(_ discardable: Bool) {
         if openGroups.isEmpty {
             if !undoStack.isEmpty { undoStack[undoStack.count - 1].isMarkedDiscardable = discardable }
         } else {
@@ -48,14 +28,14 @@ extension UndoManager {
         }
     }
 
-    /// Whether the step ``undo()`` would undo is discardable.
-    public var undoActionIsDiscardable: Bool {
+    /// The implementation of ``undoActionIsDiscardable``.
+    var stepToUndoIsDiscardable: Bool {
         if let open = openGroups.first, !open.isEmpty { return open.isDiscardable }
         return undoStack.last?.isDiscardable ?? false
     }
 
-    /// Whether the step ``redo()`` would redo is discardable.
-    public var redoActionIsDiscardable: Bool {
+    /// The implementation of ``redoActionIsDiscardable``.
+    var stepToRedoIsDiscardable: Bool {
         redoStack.last?.isDiscardable ?? false
     }
 }

@@ -2,29 +2,15 @@ import Dispatch
 import Foundation
 
 extension UndoManager {
-    /// The number of open groups: 0 when none is open, 2 inside a group nested in another.
-    public var groupingLevel: Int { openGroups.count }
-
-    /// Opens a group: operations registered until the matching ``endUndoGrouping()`` are undone as one step.
-    ///
-    /// Groups nest; a nested group is undone with its parent, or alone with ``undoNestedGroup()``. Posts
-    /// ``checkpointNotification``, opens the group, then posts ``didOpenUndoGroupNotification`` (nothing while
-    /// undoing or redoing).
-    public func beginUndoGrouping() {
+    /// The implementation of ``beginUndoGrouping()``.
+    func performBeginUndoGrouping() {
         postCheckpoint()
         openGroups.append(UndoGroup())
         postGroupNotification(Self.didOpenUndoGroupNotification)
     }
 
-    /// Closes the innermost open group.
-    ///
-    /// A nested group becomes one entry of its parent; a top-level group is pushed on the undo stack (the redo
-    /// stack while undoing), the oldest group being dropped beyond ``levelsOfUndo``. A group that closes empty
-    /// is discarded. Posts ``checkpointNotification`` and ``willCloseUndoGroupNotification`` before closing and
-    /// ``didCloseUndoGroupNotification`` after (nothing while undoing or redoing).
-    ///
-    /// - Precondition: a group is open.
-    public func endUndoGrouping() {
+    /// The implementation of ``endUndoGrouping()``.
+    func performEndUndoGrouping() {
         precondition(!openGroups.isEmpty, "endUndoGrouping() without a matching beginUndoGrouping()")
         postCheckpoint()
         postGroupNotification(Self.willCloseUndoGroupNotification)
@@ -42,7 +28,7 @@ extension UndoManager {
         if openGroups.isEmpty {
             automaticGroupIsOpen = false
             if !closed.isEmpty {
-                if isUndoing {
+                if undoInProgress {
                     redoStack.append(closed)
                     trim(&redoStack)
                 } else {
@@ -71,7 +57,9 @@ extension UndoManager {
         DispatchQueue.main.async { [weak self] in
             guard let self else { return }
             self.automaticCloseIsScheduled = false
-            if self.automaticGroupIsOpen && self.openGroups.count == 1 && !self.isUndoing && !self.isRedoing {
+            if self.automaticGroupIsOpen && self.openGroups.count == 1 && !self.undoInProgress
+                && !self.redoInProgress
+            {
                 self.endUndoGrouping()
             }
         }

@@ -40,7 +40,7 @@ extension UndoManager {
 
     /// Posts `name` with this manager as object, unless undoing or redoing.
     func postGroupNotification(_ name: Notification.Name, userInfo: [AnyHashable: Any]? = nil) {
-        guard !isUndoing && !isRedoing else { return }
+        guard !undoInProgress && !redoInProgress else { return }
         NotificationCenter.default.post(name: name, object: self, userInfo: userInfo)
     }
 

@@ -58,9 +58,16 @@ import Foundation
 ///   ``enableUndoRegistration()``, ``undoNestedGroup()`` right after operations were registered in the open group.
 /// - ``removeAllActions()`` also drops open groups (``groupingLevel`` becomes 0).
 /// - `runLoopModes` and the selector-based registration do not exist.
-/// - Subclasses can override registration, ``removeAllActions()``, ``removeAllActions(withTarget:)``,
-///   ``canUndo``, ``canRedo``, the registration switches, ``groupsByEvent``, ``levelsOfUndo`` and the menu-title
-///   methods (to localise them); the other members are final.
+///
+/// ## Subclassing
+///
+/// Every member Apple's `UndoManager` declares `open` is `open` here too: undoing and redoing, grouping,
+/// registration, the action names, discardability and menu titles (override the menu-title methods to localise
+/// them), ``isUndoing``, ``isRedoing``, ``canUndo``, ``canRedo``, ``groupsByEvent`` and ``levelsOfUndo``. An
+/// override can call `super`. The manager goes through its own open members where its documentation says so
+/// (``undo()`` calls ``endUndoGrouping()`` and ``undoNestedGroup()``, a registration under ``groupsByEvent`` calls
+/// ``beginUndoGrouping()``, the menu-item titles use the action names), but keeps its bookkeeping on its own state:
+/// overriding ``isUndoing`` or ``groupingLevel`` changes what callers see, not where operations are recorded.
 @MainActor
 open class UndoManager {
     /// Closed top-level groups that can be undone, the oldest first.
@@ -80,10 +87,15 @@ open class UndoManager {
     /// Storage for `levelsOfUndo`.
     var storedLevelsOfUndo = 0
 
+    /// Storage for `isUndoing`: set while the operations of an undo run.
+    var undoInProgress = false
+    /// Storage for `isRedoing`: set while the operations of a redo run.
+    var redoInProgress = false
+
     /// Whether the manager is performing undo operations; registrations then go to the redo stack.
-    public internal(set) var isUndoing = false
+    open var isUndoing: Bool { undoInProgress }
     /// Whether the manager is performing redo operations; registrations then go to the undo stack.
-    public internal(set) var isRedoing = false
+    open var isRedoing: Bool { redoInProgress }
 
     /// Whether a registration outside any group opens a group that closes at the end of the main actor's turn.
     ///
@@ -159,7 +171,7 @@ open class UndoManager {
             automaticGroupIsOpen = true
             scheduleAutomaticClose()
         }
-        if !isUndoing && !isRedoing {
+        if !undoInProgress && !redoInProgress {
             redoStack.removeAll()
         }
         let action = UndoAction(target: target) { handler(unsafeDowncast($0, to: TargetType.self)) }
@@ -189,6 +201,93 @@ open class UndoManager {
         strip(&redoStack)
         for index in openGroups.indices { openGroups[index].removeActions(withTarget: object) }
     }
+
+    // MARK: Undoing and redoing
+
+    /// Undoes the last step: closes the open top-level group if there is one (as ``endUndoGrouping()`` does,
+    /// notifications included), then calls ``undoNestedGroup()``.
+    ///
+    /// The operations registered while undoing form the redo step, named like the undone step.
+    ///
+    /// - Precondition: at most one group is open, and the manager is not undoing or redoing.
+    open func undo() { performUndo() }
+
+    /// Undoes the last group, top-level or nested, and records what it registers as one redo step.
+    ///
+    /// With no group open, that is the last step of the undo stack. Inside an open group, it is the nested group
+    /// closed last in the innermost non-empty open group. Posts ``checkpointNotification``, then, if there is
+    /// something to undo, ``willUndoChangeNotification`` before running the operations and
+    /// ``didUndoChangeNotification`` after.
+    ///
+    /// - Precondition: the manager is not undoing or redoing, and no operation was registered directly in the
+    ///   open group since its last nested group closed.
+    open func undoNestedGroup() { performUndoNestedGroup() }
+
+    /// Redoes the last undone step, recording what it registers as one undo step named like it.
+    ///
+    /// Posts ``checkpointNotification``, then, if there is something to redo, ``willRedoChangeNotification``
+    /// before running the operations and ``didRedoChangeNotification`` after.
+    ///
+    /// - Precondition: the manager is not undoing or redoing.
+    open func redo() { performRedo() }
+
+    // MARK: Groups
+
+    /// The number of open groups: 0 when none is open, 2 inside a group nested in another.
+    open var groupingLevel: Int { openGroups.count }
+
+    /// Opens a group: operations registered until the matching ``endUndoGrouping()`` are undone as one step.
+    ///
+    /// Groups nest; a nested group is undone with its parent, or alone with ``undoNestedGroup()``. Posts
+    /// ``checkpointNotification``, opens the group, then posts ``didOpenUndoGroupNotification`` (nothing while
+    /// undoing or redoing).
+    open func beginUndoGrouping() { performBeginUndoGrouping() }
+
+    /// Closes the innermost open group.
+    ///
+    /// A nested group becomes one entry of its parent; a top-level group is pushed on the undo stack (the redo
+    /// stack while undoing), the oldest group being dropped beyond ``levelsOfUndo``. A group that closes empty
+    /// is discarded. Posts ``checkpointNotification`` and ``willCloseUndoGroupNotification`` before closing and
+    /// ``didCloseUndoGroupNotification`` after (nothing while undoing or redoing).
+    ///
+    /// - Precondition: a group is open.
+    open func endUndoGrouping() { performEndUndoGrouping() }
+
+    // MARK: Action names and discardability
+
+    /// The name of the step ``undo()`` would undo, or "" when it has none.
+    open var undoActionName: String { nameOfStepToUndo }
+
+    /// The name of the step ``redo()`` would redo, or "" when it has none.
+    open var redoActionName: String { nameOfStepToRedo }
+
+    /// The title of the Undo menu item, such as "Undo Typing", or "Undo" when the step has no name.
+    open var undoMenuItemTitle: String { undoMenuTitle(forUndoActionName: undoActionName) }
+
+    /// The title of the Redo menu item, such as "Redo Typing", or "Redo" when the step has no name.
+    open var redoMenuItemTitle: String { redoMenuTitle(forUndoActionName: redoActionName) }
+
+    /// Names the step being recorded, as shown in "Undo <name>" and "Redo <name>"; "" removes the name.
+    ///
+    /// Names every open group (while undoing, the redo step being recorded — though an undone step passes its own
+    /// name on to its redo step); with none open, the last step of the undo stack.
+    ///
+    /// - Parameter actionName: A short, capitalised verb phrase such as "Typing" or "Delete Item".
+    open func setActionName(_ actionName: String) { recordActionName(actionName) }
+
+    /// Marks the step being recorded as discardable (or not): a change that need not be saved, such as a selection.
+    ///
+    /// Applies to the innermost open group; with none open, to the last step of the undo stack. A group is
+    /// discardable when it is marked so or made only of discardable nested groups; its redo step inherits it.
+    ///
+    /// - Parameter discardable: Whether the step is discardable.
+    open func setActionIsDiscardable(_ discardable: Bool) { recordActionIsDiscardable(discardable) }
+
+    /// Whether the step ``undo()`` would undo is discardable.
+    open var undoActionIsDiscardable: Bool { stepToUndoIsDiscardable }
+
+    /// Whether the step ``redo()`` would redo is discardable.
+    open var redoActionIsDiscardable: Bool { stepToRedoIsDiscardable }
 
     /// The Undo menu title for a step named `actionName`: "Undo" alone when it is empty, else "Undo <name>".
     ///
