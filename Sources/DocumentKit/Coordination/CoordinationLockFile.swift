@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -16,6 +17,15 @@ import Foundation
 enum CoordinationLockFile {
     /// Creates `directory` (mode 0700) if it does not exist.
     static func prepare(directory: String) throws(FileCoordinationError) {
+        if prepared.withLock({ $0.contains(directory) }) { return }
+        try create(directory: directory)
+        prepared.withLock { _ = $0.insert(directory) }
+    }
+
+    /// Lock directories already made in this process (they are never deleted).
+    private static let prepared = Mutex<Set<String>>([])
+
+    private static func create(directory: String) throws(FileCoordinationError) {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue {
             return

@@ -31,12 +31,12 @@ extension FileCoordinator {
         }
 
         /// `$XDG_RUNTIME_DIR/ubiquity-coordination` when `XDG_RUNTIME_DIR` is set, else
-        /// `<temporary directory>/ubiquity-coordination-<uid>`.
-        public static var defaultLockDirectory: String {
+        /// `<temporary directory>/ubiquity-coordination-<uid>`, read once per process.
+        public static let defaultLockDirectory: String = {
             if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
                 return (runtime as NSString).appendingPathComponent("ubiquity-coordination")
             }
             return (NSTemporaryDirectory() as NSString).appendingPathComponent("ubiquity-coordination-\(getuid())")
-        }
+        }()
     }
 }

@@ -75,7 +75,7 @@ public final class FileCoordinator: Sendable {
     public let configuration: Configuration
 
     private struct State {
-        var purposeIdentifier = UUID().uuidString
+        var purposeIdentifier: String?  // made on first read: a UUID costs a read of /dev/urandom
         var active: [ObjectIdentifier: CoordinationCancellation] = [:]
         var moves: [(thread: Int32, from: String, to: String)] = []
     }
@@ -95,7 +95,14 @@ public final class FileCoordinator: Sendable {
     /// A string that identifies the operation this coordinator performs; a fresh UUID unless set. Kept for
     /// compatibility with Apple's API: coordinators do not currently treat equal purposes specially.
     public var purposeIdentifier: String {
-        get { state.withLock { $0.purposeIdentifier } }
+        get {
+            state.withLock { state in
+                if let identifier = state.purposeIdentifier { return identifier }
+                let identifier = UUID().uuidString
+                state.purposeIdentifier = identifier
+                return identifier
+            }
+        }
         set { state.withLock { $0.purposeIdentifier = newValue } }
     }
 
