@@ -97,8 +97,6 @@ struct DocumentPresenterTests {
         document.edit("mine")
         let saving = Task { await document.save(to: document.fileURL, for: .forOverwriting) }
         #expect(await wait(for: started), "the save starts writing")
-        document.writeGate = nil
-        document.writeStarted = nil
         // The other process waits for the document's coordinated write. It gets in the moment that write ends, which
         // may be before the document has done its bookkeeping on the main actor; hold the main actor until the other
         // process is done to make that happen every time.
@@ -107,6 +105,8 @@ struct DocumentPresenterTests {
         gate.signal()
         #expect(other.wait() == 0)
         #expect(await saving.value)
+        document.writeGate = nil  // only now: the write reads it after signalling writeStarted
+        document.writeStarted = nil
 
         await waitUntil("the document reverts to the other process's save") { document.text == "right after" }
         #expect(document.loads == ["one", "right after"])
@@ -135,6 +135,33 @@ struct DocumentPresenterTests {
         #expect(document.text == "unsaved edit")
         await presenterSettled(document)
         #expect(document.loads == ["one"], "the save for the reader does not reload the document")
+        #expect(await document.close())
+    }
+
+    @Test("a package document reverts when another writer changes a member, in this process or another")
+    func packageMemberChanged() async throws {
+        let sandbox = try CoordinationSandbox()
+        DocumentTypeRegistry.default.register(
+            DocumentType(
+                identifier: "com.example.item", conformsTo: [DocumentType.packageIdentifier],
+                filenameExtensions: ["item"]))
+        let url = sandbox.url("Groceries.item")
+        let document = ItemDocument(fileURL: url)
+        defer { FileCoordinator.removeFilePresenter(document) }
+        document.autosaveDelay = .seconds(3600)
+        document.name = "Milk"
+        #expect(await document.save(to: url, for: .forCreating))
+        let member = url.appendingPathComponent("name.txt")
+
+        // In this process, rewriting the member in place (the package folder itself does not change).
+        try await offMain {
+            try FileCoordinator().coordinate(writingItemAt: member) { try Data("Oat milk".utf8).write(to: $0) }
+        }
+        await waitUntil("the document reverts to the member written in place") { document.name == "Oat milk" }
+
+        #expect(try await helper(["coord-safe-save", lockDirectory, member.path, "Soy milk"]) == 0)
+        await waitUntil("the document reverts to the member another process saved") { document.name == "Soy milk" }
+        #expect(!document.hasUnsavedChanges)
         #expect(await document.close())
     }
 
@@ -389,8 +416,6 @@ struct DocumentPresenterTests {
         document.edit("saved by the document")
         let saving = Task { await document.save(to: url, for: .forOverwriting) }
         #expect(await wait(for: started), "the save starts writing")
-        document.writeGate = nil
-        document.writeStarted = nil
 
         let events = Shared<[String]>([])
         let writer = TestThread {
@@ -411,12 +436,58 @@ struct DocumentPresenterTests {
         events.update { $0.append("save released") }
         gate.signal()
         #expect(await saving.value)
+        document.writeGate = nil  // only now: the write reads it after signalling writeStarted
+        document.writeStarted = nil
         #expect(await offMain { writer.join() })
 
         #expect(events.current == ["save released", "writer saw: saved by the document"])
         await waitUntil("the document reverts to the writer's contents") { document.text == "written by the writer" }
         #expect(document.loads == ["one", "written by the writer"])
         #expect(!document.hasUnsavedChanges)
+        #expect(await document.close())
+    }
+
+    @Test("readers and writers wait for the document's own file access in progress")
+    func accessWaitsForFileAccessBlock() async throws {
+        let sandbox = try CoordinationSandbox()
+        let document = try await openNote(sandbox, "one")
+        defer { FileCoordinator.removeFilePresenter(document) }
+        let witness = RecordingPresenter(document.fileURL)
+        FileCoordinator.addFilePresenter(witness)
+        defer { FileCoordinator.removeFilePresenter(witness) }
+        let url = document.fileURL
+
+        for access in ["reader", "writer"] {
+            // The document's own work on its file, in its turn and without coordination of its own: half done, it
+            // waits for the test.
+            let gate = DispatchSemaphore(value: 0)
+            let events = Shared<[String]>([])
+            document.performAsynchronousFileAccess {
+                try? Data("half done".utf8).write(to: url)
+                _ = gate.wait(timeout: .now() + 10)
+                try? Data("done by \(access)'s time".utf8).write(to: url)
+                events.update { $0.append("document's access ended") }
+            }
+            witness.clearLog()
+            let other = TestThread {
+                let coordinator = FileCoordinator()
+                let seen: String?
+                if access == "reader" {
+                    seen = try? coordinator.coordinate(readingItemAt: url, options: .withoutChanges) {
+                        try contents(of: $0)
+                    }
+                } else {
+                    seen = try? coordinator.coordinate(writingItemAt: url) { try contents(of: $0) }
+                }
+                events.update { $0.append("\(access) saw: \(seen ?? "nothing")") }
+            }
+            let asked = access == "reader" ? "relinquishToReader" : "relinquishToWriter"
+            await waitUntil("the \(access) asks presenters to relinquish") { witness.log.contains(asked) }
+            try await Task.sleep(for: .milliseconds(200))  // a chance for it to get in too early
+            gate.signal()
+            #expect(await offMain { other.join() })
+            #expect(events.current == ["document's access ended", "\(access) saw: done by \(access)'s time"])
+        }
         #expect(await document.close())
     }
 }
