@@ -44,12 +44,15 @@ extension Document {
         }
     }
 
-    /// Saves unsaved changes so that a reader sees them.
+    /// Saves unsaved changes so that a reader sees them. Whether there are any, and where the file is, are decided in
+    /// the save's file-access turn: a move or deletion handled before it must not send the save to the old place.
     nonisolated public func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
         Task { @MainActor in
-            guard self.hasUnsavedChanges, !self.documentState.contains(.closed) else { return completionHandler(nil) }
             do {
-                try await self.saveDocument(to: self.fileURL, for: .forOverwriting)
+                try await self.inFileAccessTurn {
+                    guard self.hasUnsavedChanges, !self.documentState.contains(.closed) else { return }
+                    try await self.performSave(to: self.fileURL, for: .forOverwriting)
+                }
                 completionHandler(nil)
             } catch {
                 completionHandler(error)
@@ -57,11 +60,18 @@ extension Document {
         }
     }
 
-    /// Another writer is deleting the file: the document closes without saving (there is nothing left to save to).
+    /// The file is being (or, when another process did it, has been) deleted: the document closes without saving,
+    /// since there is nothing left to save to. Its unsaved changes are dropped and its autosave stopped as soon as the
+    /// notice arrives, not only in its file-access turn, so that no save asked for in between recreates the file.
     nonisolated public func accommodatePresentedItemDeletion(
         completionHandler: @escaping @Sendable ((any Error)?) -> Void
     ) {
         Task { @MainActor in
+            if !self.documentState.contains(.closed) {
+                self.cancelAutosave()
+                self.changeTracking.apply(.cleared)
+                self.documentState.insert(.editingDisabled)
+            }
             await self.inFileAccessTurn {
                 guard !self.documentState.contains(.closed) else { return }
                 self.changeTracking.apply(.cleared)
@@ -79,8 +89,13 @@ extension Document {
     }
 
     /// Another writer changed the file: a document without unsaved changes reverts to it.
+    ///
+    /// The coordination layer sends this only for real changes by others (it compares the item's full identity, taken
+    /// inside each coordinated write, and never tells a document of its own saves), so the document reverts without
+    /// also asking the modification date: the date it recorded after its last save is read once that save's lock is
+    /// gone, and may already be the next writer's — or the same, within the file system's timestamp granularity.
     nonisolated public func presentedItemDidChange() {
-        Task { @MainActor in await self.revertIfChangedOnDisk() }
+        Task { @MainActor in await self.revertIfChangedOnDisk(knownChanged: true) }
     }
 
     /// A version appeared; a conflict version puts the document `.inConflict`.
@@ -108,13 +123,15 @@ extension Document {
         }
     }
 
-    /// Reverts to the file if another writer changed it since the document last read or wrote it, unless the
-    /// document has unsaved changes (those are kept, and the next save is what others see).
-    func revertIfChangedOnDisk() async {
+    /// Reverts to the file if another writer changed it since the document last read or wrote it — as
+    /// `knownChanged` says, or else as its modification date shows — unless the document has unsaved changes (those
+    /// are kept, and the next save is what others see).
+    func revertIfChangedOnDisk(knownChanged: Bool = false) async {
         do {
             try await inFileAccessTurn {
                 guard !documentState.contains(.closed), !hasUnsavedChanges else { return }
-                guard let onDisk = Self.modificationDate(of: fileURL), onDisk != fileModificationDate else { return }
+                guard let onDisk = Self.modificationDate(of: fileURL) else { return }
+                guard knownChanged || onDisk != fileModificationDate else { return }
                 try await performRevert(to: fileURL)
             }
         } catch {
