@@ -240,10 +240,8 @@ struct DocumentPresenterTests {
         #expect(try await mover.result())
         #expect(await saving.value)
 
-        withKnownIssue("autosave() takes fileURL when it is called, not in its file-access turn (Document.swift)") {
-            #expect(document.fileURL.path == new.path)
-            #expect(!FileManager.default.fileExists(atPath: old.path), "nothing is recreated at the old place")
-        }
+        #expect(document.fileURL.path == new.path)
+        #expect(!FileManager.default.fileExists(atPath: old.path), "nothing is recreated at the old place")
         #expect(await document.close())
     }
 

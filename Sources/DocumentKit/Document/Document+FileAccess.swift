@@ -40,12 +40,4 @@ extension Document {
         let ticket = serializer.reserve()
         return try await serializer.run(ticket, body)
     }
-
-    /// The identity of the file on disk that decides whether another writer changed it: its modification date.
-    nonisolated static func modificationDate(of url: URL) -> Date? {
-        var status = stat()
-        guard lstat(url.path, &status) == 0 else { return nil }
-        let time = status.st_mtim
-        return Date(timeIntervalSince1970: TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1_000_000_000)
-    }
 }

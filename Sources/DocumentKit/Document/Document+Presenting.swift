@@ -17,8 +17,8 @@ extension Document {
     }
 
     /// Lets a reader in once the document's pending file access is done, and holds further access until it is done.
-    nonisolated public func relinquishPresentedItem(
-        toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void
+    nonisolated func relinquishToReader(
+        _ reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void
     ) {
         let serializer = serializer
         let ticket = serializer.reserve()
@@ -30,8 +30,8 @@ extension Document {
 
     /// Lets a writer in once the document's pending file access is done; when it is done, reverts to what it wrote
     /// if the document has no unsaved changes.
-    nonisolated public func relinquishPresentedItem(
-        toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void
+    nonisolated func relinquishToWriter(
+        _ writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void
     ) {
         let serializer = serializer
         let ticket = serializer.reserve()
@@ -46,7 +46,7 @@ extension Document {
 
     /// Saves unsaved changes so that a reader sees them. Whether there are any, and where the file is, are decided in
     /// the save's file-access turn: a move or deletion handled before it must not send the save to the old place.
-    nonisolated public func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+    nonisolated func saveForReader(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
         Task { @MainActor in
             do {
                 try await self.inFileAccessTurn {
@@ -63,10 +63,11 @@ extension Document {
     /// The file is being (or, when another process did it, has been) deleted: the document closes without saving,
     /// since there is nothing left to save to. Its unsaved changes are dropped and its autosave stopped as soon as the
     /// notice arrives, not only in its file-access turn, so that no save asked for in between recreates the file.
-    nonisolated public func accommodatePresentedItemDeletion(
+    nonisolated func closeForDeletion(
         completionHandler: @escaping @Sendable ((any Error)?) -> Void
     ) {
         Task { @MainActor in
+            self.wasDeleted = true
             if !self.documentState.contains(.closed) {
                 self.cancelAutosave()
                 self.changeTracking.apply(.cleared)
@@ -82,10 +83,13 @@ extension Document {
     }
 
     /// The file moved: the document follows it.
-    nonisolated public func presentedItemDidMove(to newURL: URL) {
+    nonisolated func followMove(to newURL: URL) {
         let url = newURL.standardizedFileURL
         presentedURL.withLock { $0 = url }
-        Task { @MainActor in self.fileURL = url }
+        Task { @MainActor in
+            if self.fileURL != url { self.formerURLs.insert(self.fileURL) }
+            self.fileURL = url
+        }
     }
 
     /// Another writer changed the file: a document without unsaved changes reverts to it.
@@ -94,23 +98,23 @@ extension Document {
     /// inside each coordinated write, and never tells a document of its own saves), so the document reverts without
     /// also asking the modification date: the date it recorded after its last save is read once that save's lock is
     /// gone, and may already be the next writer's — or the same, within the file system's timestamp granularity.
-    nonisolated public func presentedItemDidChange() {
+    nonisolated func revertForChange() {
         Task { @MainActor in await self.revertIfChangedOnDisk(knownChanged: true) }
     }
 
     /// A version appeared; a conflict version puts the document `.inConflict`.
-    nonisolated public func presentedItemDidGain(_ version: PresentedItemVersion) {
+    nonisolated func noteGained(_ version: PresentedItemVersion) {
         guard version.isConflict else { return }
         Task { @MainActor in self.updateConflicts { $0.insert(version.persistentIdentifier) } }
     }
 
     /// A version went away; when no conflict version is left the document leaves `.inConflict`.
-    nonisolated public func presentedItemDidLose(_ version: PresentedItemVersion) {
+    nonisolated func noteLost(_ version: PresentedItemVersion) {
         Task { @MainActor in self.updateConflicts { $0.remove(version.persistentIdentifier) } }
     }
 
     /// A conflict version was resolved; when none is left the document leaves `.inConflict`.
-    nonisolated public func presentedItemDidResolveConflict(_ version: PresentedItemVersion) {
+    nonisolated func noteResolved(_ version: PresentedItemVersion) {
         Task { @MainActor in self.updateConflicts { $0.remove(version.persistentIdentifier) } }
     }
 
@@ -130,8 +134,8 @@ extension Document {
         do {
             try await inFileAccessTurn {
                 guard !documentState.contains(.closed), !hasUnsavedChanges else { return }
-                guard let onDisk = Self.modificationDate(of: fileURL) else { return }
-                guard knownChanged || onDisk != fileModificationDate else { return }
+                guard let onDisk = DiskIdentity.of(fileURL) else { return }
+                guard knownChanged || onDisk != diskIdentity else { return }
                 try await performRevert(to: fileURL)
             }
         } catch {

@@ -29,7 +29,7 @@ extension Document {
     /// The save itself, inside the caller's file-access turn.
     func performSave(to requestedURL: URL, for saveOperation: SaveOperation) async throws {
         var url = requestedURL.standardizedFileURL
-        if saveOperation == .forOverwriting && url == fileURL {
+        if saveOperation == .forOverwriting && (url == fileURL || formerURLs.contains(url)) {
             // A save of the document's own file asked for before another writer moved or deleted it.
             if wasDeleted {
                 throw DocumentError(.closedByDeletion, "\(url.path) was deleted by another writer; nothing was saved")

@@ -80,6 +80,9 @@ open class Document: FilePresenter {
     var autosaveFailures = 0
     /// Set when another writer deleted the file: saves to it are dropped from then on.
     var wasDeleted = false
+    /// Where the file was before other writers moved it: a save asked for there, before the move was known, goes
+    /// to where the file is now.
+    var formerURLs: Set<URL> = []
     var errorsBeingHandled = 0
     private var _undoManager: UndoManager?
 
@@ -430,9 +433,65 @@ open class Document: FilePresenter {
 
     // MARK: FilePresenter
 
-    /// The URL the document presents to coordinators: ``fileURL`` while open.
-    nonisolated public var presentedItemURL: URL? { presentedURL.withLock { $0 } }
+    // As in UIKit, these can be overridden; an override should call `super` (the document's own behaviour lives
+    // in Document+Presenting).
+
+    /// The URL the document presents to coordinators: ``fileURL`` (updated at once when the file moves).
+    nonisolated open var presentedItemURL: URL? { presentedURL.withLock { $0 } }
 
     /// The serial queue on which coordinators message the document.
-    nonisolated public var presentedItemOperationQueue: OperationQueue { operationQueue }
+    nonisolated open var presentedItemOperationQueue: OperationQueue { operationQueue }
+
+    /// Lets a reader in once the document's pending file access is done, holding further access until it is done.
+    nonisolated open func relinquishPresentedItem(
+        toReader reader: @escaping @Sendable ((@Sendable () -> Void)?) -> Void
+    ) {
+        relinquishToReader(reader)
+    }
+
+    /// Lets a writer in once the document's pending file access is done; afterwards a document without unsaved
+    /// changes reverts to what the writer wrote.
+    nonisolated open func relinquishPresentedItem(
+        toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void
+    ) {
+        relinquishToWriter(writer)
+    }
+
+    /// Saves unsaved changes so that a reader sees them (decided, with the file's location, in the save's turn).
+    nonisolated open func savePresentedItemChanges(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        saveForReader(completionHandler: completionHandler)
+    }
+
+    /// The file is being (or, by another process, has been) deleted: the document closes without saving, and no
+    /// save asked for before is written.
+    nonisolated open func accommodatePresentedItemDeletion(
+        completionHandler: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        closeForDeletion(completionHandler: completionHandler)
+    }
+
+    /// The file moved: the document follows it, and saves go to the new place.
+    nonisolated open func presentedItemDidMove(to newURL: URL) {
+        followMove(to: newURL)
+    }
+
+    /// Another writer changed the file: a document without unsaved changes reverts to it.
+    nonisolated open func presentedItemDidChange() {
+        revertForChange()
+    }
+
+    /// A version appeared; a conflict version puts the document `.inConflict`.
+    nonisolated open func presentedItemDidGain(_ version: PresentedItemVersion) {
+        noteGained(version)
+    }
+
+    /// A version went away; when no conflict version is left the document leaves `.inConflict`.
+    nonisolated open func presentedItemDidLose(_ version: PresentedItemVersion) {
+        noteLost(version)
+    }
+
+    /// A conflict version was resolved; when none is left the document leaves `.inConflict`.
+    nonisolated open func presentedItemDidResolveConflict(_ version: PresentedItemVersion) {
+        noteResolved(version)
+    }
 }
