@@ -36,7 +36,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DocumentKitTests",
-            dependencies: ["DocumentKit", "document-test-helper"]
+            dependencies: ["DocumentKit", "document-test-helper", "ubiquity"]
         ),
     ],
     swiftLanguageModes: [.v6]

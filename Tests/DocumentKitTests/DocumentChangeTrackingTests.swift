@@ -142,3 +142,20 @@ extension NoteDocument {
         text = newText
     }
 }
+
+@Suite("Document undo edits and closing")
+@MainActor
+struct DocumentUndoCloseTests {
+    @Test("an undoable edit made in the same turn as close is saved by the close")
+    func closeInSameTurnAsUndoableEdit() async throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("note.txt")
+        let document = NoteDocument(fileURL: url)
+        document.autosaveDelay = .seconds(3600)
+        document.text = "a"
+        #expect(await document.save(to: url, for: .forCreating))
+        document.setTextUndoably("a, b")
+        #expect(await document.close())
+        #expect(try String(contentsOf: url, encoding: .utf8) == "a, b")
+    }
+}

@@ -101,17 +101,7 @@ func coordinationCode(_ error: (any Error)?) -> FileCoordinationError.Code? {
 
 /// The `document-test-helper` executable built next to the test bundle.
 func helperExecutable() throws -> URL {
-    let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    var candidates = [
-        URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("document-test-helper")
-    ]
-    candidates.append(
-        URL(fileURLWithPath: FileManager.default.currentDirectoryPath).appendingPathComponent(
-            ".build/debug/document-test-helper"))
-    guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-        throw FileCoordinationError(.io, "document-test-helper not found in \(candidates.map(\.path))")
-    }
-    return found
+    try builtProduct("document-test-helper")
 }
 
 /// A running `document-test-helper`; closing its standard input is its signal to let go.

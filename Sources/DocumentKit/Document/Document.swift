@@ -224,6 +224,7 @@ open class Document: FilePresenter {
         for saveOperation: SaveOperation,
         completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil
     ) {
+        _undoManager?.closeAutomaticGroupNow()  // the edits of this turn are part of what is saved
         let turn = serializer.reserve()
         // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
         Task {
@@ -247,6 +248,7 @@ open class Document: FilePresenter {
     /// nothing needed saving. A save queued behind a move follows the file; one queued behind its deletion is
     /// dropped (see ``DocumentError/Code-swift.struct/closedByDeletion``).
     open func autosave(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
+        _undoManager?.closeAutomaticGroupNow()  // an undoable edit made in this turn is an unsaved change
         guard hasUnsavedChanges, !documentState.contains(.closed) else {
             let turn = serializer.reserve()
             // Nothing to save; answer in call order, on the main actor.

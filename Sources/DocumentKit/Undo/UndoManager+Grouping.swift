@@ -47,6 +47,14 @@ extension UndoManager {
         return closed
     }
 
+    /// Closes the automatic group now if it is open with nothing nested in it, instead of at the end of this turn of
+    /// the main actor — what a document does before it decides whether it has unsaved changes (to save or close).
+    package func closeAutomaticGroupNow() {
+        if automaticGroupIsOpen && openGroups.count == 1 && !undoInProgress && !redoInProgress {
+            endUndoGrouping()
+        }
+    }
+
     /// Schedules the close of the automatic group on the main queue, after the code now running on the main actor.
     ///
     /// The job closes the group only if it is still open and nothing is nested in it; if a nested group is still

@@ -23,6 +23,7 @@ struct DocumentDemo {
         try await waitFor("the undo group to close") { note.hasUnsavedChanges }
         narrator.detail("unsaved changes: \(note.hasUnsavedChanges)")
         try await waitFor("the autosave") { !note.hasUnsavedChanges }
+        try expect(read(noteURL), "milk, eggs", "the autosaved file")
         narrator.done("on disk after autosave: \"\(try read(noteURL))\"")
 
         narrator.step(3, "Undo through the document's undo manager")
@@ -30,6 +31,7 @@ struct DocumentDemo {
         note.undoManager.undo()
         narrator.detail("unsaved changes: \(note.hasUnsavedChanges)")
         try await waitFor("the autosave of the undo") { !note.hasUnsavedChanges }
+        try expect(read(noteURL), "milk", "the file after undo")
         narrator.done(
             "on disk after undo: \"\(try read(noteURL))\"; redo menu reads \"\(note.undoManager.redoMenuItemTitle)\"")
 
@@ -39,15 +41,18 @@ struct DocumentDemo {
             try Data("milk, eggs, bread (from another writer)".utf8).write(to: url, options: .atomic)
         }
         try await waitFor("the document to revert") { note.reloads > reloadsBefore }
+        try expect(note.text, "milk, eggs, bread (from another writer)", "the reverted document")
         narrator.done("the document now reads \"\(note.text)\"")
 
         narrator.step(5, "Save a 100-page package, change one page, save again")
         let linked = try await incrementalPackageSave()
+        guard linked == 99 else { throw DemoFailure("only \(linked) of 99 unchanged pages were hard-linked") }
         narrator.done("\(linked) of 99 unchanged pages were hard-linked from the previous save, not rewritten")
 
         narrator.step(6, "Close")
         note.setText("milk, eggs, bread, butter")
         guard await note.close() else { throw DemoFailure("closing failed") }
+        try expect(read(noteURL), "milk, eggs, bread, butter", "the file after close")
         narrator.done("closing saved the last edit: \"\(try read(noteURL))\"; state is \(note.documentState)")
         print("\nAll steps done.")
     }
@@ -78,6 +83,10 @@ struct DocumentDemo {
             result[name] = attributes[.systemFileNumber] as? UInt64
         }
         return result
+    }
+
+    private func expect(_ actual: String, _ expected: String, _ what: String) throws {
+        guard actual == expected else { throw DemoFailure("\(what) reads \"\(actual)\", expected \"\(expected)\"") }
     }
 
     private func read(_ url: URL) throws -> String {
