@@ -36,24 +36,36 @@ enum DocumentSaveBenchmark {
         try await document.saveDocument(to: documentURL, for: .forCreating)
         try RawSafeSave.replace(rawURL, with: contents)
 
+        let writerURL = scratch.appendingPathComponent("writer-\(benchCase.name).dat")
+        try RawSafeSave.replace(writerURL, with: contents)
         var documentTimes: [Duration] = []
         var rawTimes: [Duration] = []
+        var writerTimes: [Duration] = []
         let clock = ContinuousClock()
         let warmUp = 3
         for iteration in 0..<(warmUp + benchCase.iterations) {
-            // Alternate which goes first, so that neither always follows the other's writeback.
-            for documentFirst in iteration % 2 == 0 ? [true, false] : [false, true] {
-                if documentFirst {
+            // Rotate which goes first, so that none always follows another's writeback.
+            let order = [0, 1, 2].map { ($0 + iteration) % 3 }
+            for which in order {
+                let start = clock.now
+                switch which {
+                case 0:
                     document.updateChangeCount(.done)
                     let start = clock.now
                     try await document.saveDocument(to: documentURL, for: .forOverwriting)
-                    let time = clock.now - start
-                    if iteration >= warmUp { documentTimes.append(time) }
-                } else {
-                    let start = clock.now
+                    if iteration >= warmUp { documentTimes.append(clock.now - start) }
+                    continue
+                case 1:
                     try RawSafeSave.replace(rawURL, with: contents)
-                    let time = clock.now - start
-                    if iteration >= warmUp { rawTimes.append(time) }
+                default:
+                    // The document's write path without the document: no coordination, no hop off the main actor.
+                    try SafeFileWriter.replaceItem(at: writerURL, synchronizesContents: false) { temporary in
+                        try SafeFileWriter.writeFile(contents, to: temporary)
+                    }
+                }
+                let time = clock.now - start
+                if iteration >= warmUp {
+                    if which == 1 { rawTimes.append(time) } else { writerTimes.append(time) }
                 }
             }
         }
@@ -64,6 +76,8 @@ enum DocumentSaveBenchmark {
         BenchOutput.figure(
             bench: name, case: benchCase.name, metric: "median_us_raw_write_fsync_rename_fsyncdir", value: rawMedian)
         BenchOutput.figure(bench: name, case: benchCase.name, metric: "ratio_vs_raw", value: documentMedian / rawMedian)
+        let writerMedian = Measure.microseconds(Measure.median(writerTimes))
+        BenchOutput.figure(bench: name, case: benchCase.name, metric: "median_us_safe_file_writer", value: writerMedian)
     }
 
     /// The floor a save off the main actor pays on this machine: a round trip from the main actor to a serial

@@ -50,10 +50,11 @@ enum CoordinationLockFile {
         cancellation: CoordinationCancellation
     ) throws(FileCoordinationError) -> Int32 {
         let path = directory + "/" + CoordinationPath.lockFileName(forKey: lock.key)
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = descriptors.withLock { $0.take(path) } ?? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw FileCoordinationError(.io, "Cannot open the lock file \(path) for \(lock.key): \(errnoText())")
         }
+        descriptors.withLock { $0.record(fd, path: path) }
         var request = flock()
         request.l_type = Int16(lock.mode == .shared ? F_RDLCK : F_WRLCK)
         request.l_whence = Int16(SEEK_SET)
@@ -65,15 +66,15 @@ enum CoordinationLockFile {
             if fcntl(fd, LinuxSystem.setOFDLock, &request) == 0 { return fd }
             let error = errno
             guard error == EAGAIN || error == EACCES || error == EINTR else {
-                close(fd)
+                release(fd)
                 throw FileCoordinationError(.io, "Cannot lock \(path) for \(lock.key): \(errnoText(error))")
             }
             if cancellation.isCancelled {
-                close(fd)
+                release(fd)
                 throw FileCoordinationError(.cancelled, "Coordinated access to \(lock.item) was cancelled")
             }
             if Date() >= deadline {
-                close(fd)
+                release(fd)
                 throw FileCoordinationError(
                     .timedOut,
                     "Timed out waiting for \(lock.mode == .shared ? "read" : "write") access to \(lock.key) "
@@ -85,10 +86,49 @@ enum CoordinationLockFile {
         }
     }
 
-    /// Releases a lock taken by ``acquire(_:directory:deadline:cancellation:)``.
+    /// Releases a lock taken by ``acquire(_:directory:deadline:cancellation:)``: unlocks the descriptor and keeps it
+    /// open for the next acquisition of the same lock file (an open and a close fewer per lock). Every descriptor is
+    /// unlocked and then used by one acquisition at a time, so OFD locks still exclude between threads.
     static func release(_ fd: Int32) {
-        close(fd)
+        var request = flock()
+        request.l_type = Int16(F_UNLCK)
+        request.l_whence = Int16(SEEK_SET)
+        request.l_start = 0
+        request.l_len = 0
+        request.l_pid = 0
+        guard fcntl(fd, LinuxSystem.setOFDLock, &request) == 0 else { return _ = close(fd) }
+        let kept = descriptors.withLock { $0.giveBack(fd) }
+        if !kept { close(fd) }
     }
+
+    /// Open lock-file descriptors: those in use (by path) and those free for reuse.
+    private struct DescriptorPool {
+        var free: [String: [Int32]] = [:]
+        var pathOfDescriptor: [Int32: String] = [:]
+        var freeCount = 0
+
+        mutating func take(_ path: String) -> Int32? {
+            guard let fd = free[path]?.popLast() else { return nil }
+            freeCount -= 1
+            return fd
+        }
+
+        /// Keeps `fd` for reuse; `false` when the pool is full (the caller closes it).
+        mutating func giveBack(_ fd: Int32) -> Bool {
+            guard let path = pathOfDescriptor[fd], freeCount < 256 else {
+                pathOfDescriptor[fd] = nil
+                return false
+            }
+            free[path, default: []].append(fd)
+            freeCount += 1
+            return true
+        }
+
+        mutating func record(_ fd: Int32, path: String) {
+            pathOfDescriptor[fd] = path
+        }
+    }
+    private static let descriptors = Mutex(DescriptorPool())
 
     static func errnoText(_ code: Int32 = errno) -> String {
         String(cString: strerror(code))

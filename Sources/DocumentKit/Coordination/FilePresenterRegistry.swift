@@ -136,7 +136,10 @@ final class FilePresenterRegistry: @unchecked Sendable {
                 activeWrites[key, default: 1] -= 1
                 if activeWrites[key] == 0 { activeWrites[key] = nil }
             }
-            if !outcome.moves.isEmpty || !outcome.refreshed.isEmpty { syncWatches() }
+            // Watches change only when an item moved, or a presented directory may have gained subfolders; a file
+            // rewritten in place of itself (every safe save) keeps its folder's watch.
+            let directoryRefreshed = outcome.refreshed.contains { entries[$0]?.identity?.isDirectory == true }
+            if !outcome.moves.isEmpty || directoryRefreshed { syncWatches() }
         }
     }
 
