@@ -164,7 +164,7 @@ final class FilePresenterRegistry: @unchecked Sendable {
                 != identity?.device
             || entry.pathFD < 0
         {
-            closeFD(entry.pathFD)
+            closeLater(entry.pathFD)
             entry.pathFD = path.map { open($0, LinuxSystem.openPathOnly | O_CLOEXEC | O_NOFOLLOW) } ?? -1
         }
         if entry.path != path { entry.subitems = [:] }
@@ -188,6 +188,15 @@ final class FilePresenterRegistry: @unchecked Sendable {
     func closeFD(_ fd: Int32) {
         if fd >= 0 { close(fd) }
     }
+
+    /// Closes a handle on an item that a safe save has just replaced, off the saving thread: the handle is the
+    /// replaced file's last reference, and closing it frees the file's blocks, which the save need not wait for.
+    func closeLater(_ fd: Int32) {
+        guard fd >= 0 else { return }
+        Self.closingQueue.async { _ = close(fd) }
+    }
+
+    private static let closingQueue = DispatchQueue(label: "DocumentKit.FilePresenterRegistry.closing", qos: .utility)
 
     func isBeingWritten(_ path: String) -> Bool {
         activeWrites.keys.contains { key in

@@ -25,6 +25,8 @@ final class FileAccessSerializer: Sendable {
 
     /// Waits until every earlier ticket is finished.
     func wait(for ticket: Ticket) async {
+        // The usual case, nothing queued ahead: go on without suspending.
+        if state.withLock({ $0.serving == ticket.number }) { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { state -> Bool in
                 if state.serving == ticket.number { return true }
