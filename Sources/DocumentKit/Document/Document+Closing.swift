@@ -9,7 +9,7 @@ extension Document {
         documentState.insert(.editingDisabled)
         var saveError: (any Error)?
         do { try await autosaveDocument(turn: serializer.reserve()) } catch { saveError = error }
-        await serializer.run(serializer.reserve()) { markClosed() }
+        await inTurn(serializer.reserve()) { markClosed() }
         if let saveError { throw saveError }
     }
 
@@ -18,7 +18,7 @@ extension Document {
         let turn = serializer.reserve()
         // Continues the close the caller started; its handler runs on the main actor.
         Task {
-            await serializer.run(turn) { markClosed() }
+            await inTurn(turn) { markClosed() }
             completionHandler?(saved)
         }
     }
@@ -40,10 +40,12 @@ extension Document {
     }
 
     func revertDocument(toContentsOf url: URL, turn: FileAccessSerializer.Ticket) async throws {
-        try await serializer.run(turn) { try await performRevert(to: url) }
+        try await inTurn(turn) { try await performRevert(to: url) }
     }
 
-    func performRevert(to url: URL) async throws {
+    /// Reverts in the caller's turn. An automatic revert (`onlyIfClean`) gives way to an edit made while it read:
+    /// the document keeps the edit, which its next save writes over what the other writer wrote.
+    func performRevert(to url: URL, onlyIfClean: Bool = false) async throws {
         guard !documentState.contains(.closed) else {
             throw DocumentError(.notOpen, "cannot revert \(fileURL.path): the document is closed")
         }
@@ -51,7 +53,12 @@ extension Document {
         cancelAutosave()
         documentState.insert(.editingDisabled)
         do {
-            try await readAndLoad(from: url)
+            let loaded = try await readAndLoad(from: url) { !onlyIfClean || !self.hasUnsavedChanges }
+            if !loaded {
+                documentState.remove(.editingDisabled)
+                scheduleAutosaveIfNeeded()
+                return
+            }
         } catch {
             scheduleAutosaveIfNeeded()  // the unsaved changes are still there and must not wait for another edit
             throw error

@@ -4,7 +4,7 @@ extension Document {
 
     /// Runs a throwing operation for a `Bool`-returning one: reports an error through
     /// ``handleError(_:userInteractionPermitted:)`` and returns whether it succeeded.
-    func reportingErrors(userInteractionPermitted: Bool, _ body: () async throws -> Void) async -> Bool {
+    func reportingErrors(userInteractionPermitted: Bool, _ body: @MainActor () async throws -> Void) async -> Bool {
         do {
             try await body()
             return true

@@ -8,7 +8,7 @@ extension Document {
     }
 
     func openDocument(turn: FileAccessSerializer.Ticket) async throws {
-        try await serializer.run(turn) {
+        try await inTurn(turn) {
             guard documentState.contains(.closed) else {
                 throw DocumentError(.alreadyOpen, "\(fileURL.path) is already open")
             }
@@ -20,12 +20,15 @@ extension Document {
     }
 
     /// Reads `url` off the main actor through ``read(from:)``, then loads what it read on the main actor and records
-    /// the item's identity as it was read.
-    func readAndLoad(from url: URL) async throws {
+    /// the item's identity as it was read. Returns `false`, loading nothing, when `stillWanted` says no once the
+    /// contents are in (an automatic revert that an edit overtook: the edit wins, and is saved next).
+    @discardableResult
+    func readAndLoad(from url: URL, stillWanted: @MainActor () -> Bool = { true }) async throws -> Bool {
         let reader = HandOff(value: self)
         let read = ReadHandOff()
         try await onFileAccessQueue { try ReadHandOff.$current.withValue(read) { try reader.value.read(from: url) } }
         if let contents = read.contents {
+            guard stillWanted() else { return false }
             do {
                 try load(fromContents: contents.value, ofType: read.typeName)
             } catch let error as DocumentError {
@@ -36,6 +39,7 @@ extension Document {
         }
         diskIdentity = read.identity ?? DiskIdentity.of(url)
         fileModificationDate = diskIdentity?.modificationDate
+        return true
     }
 
     /// The default ``read(from:)``: a coordinated read, whose contents go to ``load(fromContents:ofType:)`` on the

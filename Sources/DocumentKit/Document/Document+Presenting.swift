@@ -136,7 +136,7 @@ extension Document {
                 guard !documentState.contains(.closed), !hasUnsavedChanges else { return }
                 guard let onDisk = DiskIdentity.of(fileURL) else { return }
                 guard knownChanged || onDisk != diskIdentity else { return }
-                try await performRevert(to: fileURL)
+                try await performRevert(to: fileURL, onlyIfClean: true)
             }
         } catch {
             errorsBeingHandled += 1

@@ -12,13 +12,13 @@ extension Document {
     }
 
     func saveDocument(to url: URL, for saveOperation: SaveOperation, turn: FileAccessSerializer.Ticket) async throws {
-        try await serializer.run(turn) { try await performSave(to: url, for: saveOperation) }
+        try await inTurn(turn) { try await performSave(to: url, for: saveOperation) }
     }
 
     /// An autosave in `turn`: saves over the document's file if, by then, the document is still open and dirty; its
     /// URL is read in the turn, so a move or deletion that came first is honoured.
     func autosaveDocument(turn: FileAccessSerializer.Ticket) async throws {
-        try await serializer.run(turn) {
+        try await inTurn(turn) {
             guard hasUnsavedChanges, !documentState.contains(.closed) else { return }
             let url = presentedURL.withLock { $0 }
             if url != fileURL { fileURL = url }

@@ -253,7 +253,7 @@ open class Document: FilePresenter {
             let turn = serializer.reserve()
             // Nothing to save; answer in call order, on the main actor.
             Task {
-                await serializer.run(turn) {}
+                await inTurn(turn) {}
                 completionHandler?(true)
             }
             return
@@ -275,7 +275,7 @@ open class Document: FilePresenter {
             // Already closed: nothing to save; answer in call order all the same.
             let turn = serializer.reserve()
             Task {
-                await serializer.run(turn) {}
+                await inTurn(turn) {}
                 completionHandler?(true)
             }
             return

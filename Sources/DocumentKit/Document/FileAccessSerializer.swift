@@ -23,8 +23,9 @@ final class FileAccessSerializer: Sendable {
         }
     }
 
-    /// Waits until every earlier ticket is finished.
-    func wait(for ticket: Ticket) async {
+    /// Waits until every earlier ticket is finished, on the caller's actor: a document's turns are taken on the main
+    /// actor, and waiting must not hop off it and back (two thread handoffs on every save).
+    func wait(for ticket: Ticket, isolation: isolated (any Actor)? = #isolation) async {
         // The usual case, nothing queued ahead: go on without suspending.
         if state.withLock({ $0.serving == ticket.number }) { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -45,17 +46,6 @@ final class FileAccessSerializer: Sendable {
             return state.waiters.removeValue(forKey: state.serving)
         }
         next?.resume()
-    }
-
-    /// Runs `body` in `ticket`'s turn.
-    func run<T>(
-        _ ticket: Ticket,
-        isolation: isolated (any Actor)? = #isolation,
-        _ body: () async throws -> T
-    ) async rethrows -> T {
-        await wait(for: ticket)
-        defer { finish(ticket) }
-        return try await body()
     }
 }
 
