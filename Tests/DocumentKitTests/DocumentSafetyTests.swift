@@ -80,6 +80,66 @@ struct DocumentSafetyTests {
         #expect(!document.documentState.contains(.savingError))
         await document.close()
     }
+
+    @Test("closeDocument() saves an undoable edit made in the same turn")
+    func throwingCloseSavesSameTurnEdit() async throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("note.txt")
+        let document = NoteDocument(fileURL: url)
+        document.autosaveDelay = .seconds(3600)
+        #expect(await document.save(to: url, for: .forCreating))
+        document.setTextUndoably("typed just before closing")
+        try await document.closeDocument()
+        #expect(try String(contentsOf: url, encoding: .utf8) == "typed just before closing")
+    }
+
+    @Test("close then open, asked for back to back, end with the document open")
+    func closeThenOpenInCallOrder() async throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("note.txt")
+        let document = NoteDocument(fileURL: url)
+        document.autosaveDelay = .seconds(3600)
+        document.text = "kept"
+        #expect(await document.save(to: url, for: .forCreating))
+        let outcomes = LockedLog()
+        document.close { outcomes.append("closed \($0)") }
+        document.open { outcomes.append("opened \($0)") }
+        await waitUntil("both answered") { outcomes.entries.count == 2 }
+        #expect(outcomes.entries == ["closed true", "opened true"])
+        #expect(document.documentState == .normal)
+        #expect(document.text == "kept")
+        await document.close()
+    }
+
+    @Test("a document whose file was deleted saves again once it is reopened on a recreated file")
+    func reopenAfterDeletion() async throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("note.txt")
+        let document = NoteDocument(fileURL: url)
+        document.autosaveDelay = .seconds(3600)
+        document.text = "first life"
+        #expect(await document.save(to: url, for: .forCreating))
+        // Off the main actor: the document answers the deletion notice there (as with Apple's API, a coordinated
+        // write on the main thread would wait for a presenter that needs that thread).
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    with: Result {
+                        try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url in
+                            try FileManager.default.removeItem(at: url)
+                        }
+                    })
+            }
+        }
+        await waitUntil("the deletion closes the document") { document.documentState.contains(.closed) }
+        try Data("second life".utf8).write(to: url)
+        #expect(await document.open())
+        #expect(document.text == "second life")
+        document.edit("second life, edited")
+        #expect(await document.autosave())
+        #expect(try String(contentsOf: url, encoding: .utf8) == "second life, edited")
+        await document.close()
+    }
 }
 
 /// A UIDocument-style subclass: overrides the designated initialiser and the completion-handler save.

@@ -50,7 +50,13 @@ enum CoordinationLockFile {
         cancellation: CoordinationCancellation
     ) throws(FileCoordinationError) -> Int32 {
         let path = directory + "/" + CoordinationPath.lockFileName(forKey: lock.key)
-        let fd = descriptors.withLock { $0.take(path) } ?? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        var fd = reusableDescriptor(for: path) ?? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 && errno == ENOENT {
+            // The lock directory was removed (a runtime directory cleaned at logout, say): make it again.
+            prepared.withLock { _ = $0.remove(directory) }
+            try prepare(directory: directory)
+            fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        }
         guard fd >= 0 else {
             throw FileCoordinationError(.io, "Cannot open the lock file \(path) for \(lock.key): \(errnoText())")
         }
@@ -96,9 +102,29 @@ enum CoordinationLockFile {
         request.l_start = 0
         request.l_len = 0
         request.l_pid = 0
-        guard fcntl(fd, LinuxSystem.setOFDLock, &request) == 0 else { return _ = close(fd) }
+        guard fcntl(fd, LinuxSystem.setOFDLock, &request) == 0 else {
+            descriptors.withLock { $0.forget(fd) }
+            return _ = close(fd)
+        }
         let kept = descriptors.withLock { $0.giveBack(fd) }
         if !kept { close(fd) }
+    }
+
+    /// A kept descriptor for `path`, if one still names the lock file there: one whose file was deleted (the lock
+    /// directory cleaned) would lock nothing any other process sees, so it is closed instead.
+    private static func reusableDescriptor(for path: String) -> Int32? {
+        while let fd = descriptors.withLock({ $0.take(path) }) {
+            var onDisk = stat()
+            var held = stat()
+            if fstat(fd, &held) == 0, held.st_nlink > 0, stat(path, &onDisk) == 0, onDisk.st_ino == held.st_ino,
+                onDisk.st_dev == held.st_dev
+            {
+                return fd
+            }
+            descriptors.withLock { $0.forget(fd) }
+            close(fd)
+        }
+        return nil
     }
 
     /// Open lock-file descriptors: those in use (by path) and those free for reuse.
@@ -122,6 +148,10 @@ enum CoordinationLockFile {
             free[path, default: []].append(fd)
             freeCount += 1
             return true
+        }
+
+        mutating func forget(_ fd: Int32) {
+            pathOfDescriptor[fd] = nil
         }
 
         mutating func record(_ fd: Int32, path: String) {

@@ -5,27 +5,30 @@ extension Document {
     /// Closes the document, throwing the error of a failed last save (the document closes all the same).
     public func closeDocument() async throws {
         guard !documentState.contains(.closed) else { return }
-        cancelAutosave()
-        documentState.insert(.editingDisabled)
+        beginClosing()
+        let saveTurn = serializer.reserve()
+        let closeTurn = serializer.reserve()
         var saveError: (any Error)?
-        do { try await autosaveDocument(turn: serializer.reserve()) } catch { saveError = error }
-        await inTurn(serializer.reserve()) { markClosed() }
+        do { try await autosaveDocument(turn: saveTurn) } catch { saveError = error }
+        await inTurn(closeTurn) { markClosed() }
         if let saveError { throw saveError }
     }
 
-    /// The end of ``close(completionHandler:)``, after its last save: closes in the next file-access turn.
-    func finishClosing(saved: Bool, completionHandler: (@MainActor @Sendable (Bool) -> Void)?) {
-        let turn = serializer.reserve()
-        // Continues the close the caller started; its handler runs on the main actor.
-        Task {
-            await inTurn(turn) { markClosed() }
-            completionHandler?(saved)
+    /// The start of every close: the edits of this turn count, autosave stops, editing is disabled until closed.
+    func beginClosing() {
+        _undoManager?.closeAutomaticGroupNow()
+        cancelAutosave()
+        isClosing = true
+        documentState.insert(.editingDisabled)
+        if errorsBeingHandled > 0 {
+            userInteractionNoLongerPermitted(forError: DocumentError(.notOpen, "\(fileURL.path) is closing"))
         }
     }
 
     /// Leaves the document closed and no longer presenting its file.
     func markClosed() {
         cancelAutosave()
+        isClosing = false
         stopPresenting()
         var state = documentState
         state.insert(.closed)
@@ -55,7 +58,7 @@ extension Document {
         do {
             let loaded = try await readAndLoad(from: url) { !onlyIfClean || !self.hasUnsavedChanges }
             if !loaded {
-                documentState.remove(.editingDisabled)
+                if !isClosing { documentState.remove(.editingDisabled) }
                 scheduleAutosaveIfNeeded()
                 return
             }
@@ -69,6 +72,6 @@ extension Document {
         }
         changeTracking.apply(.cleared)
         undoManager.removeAllActions()
-        documentState.remove(.editingDisabled)
+        if !isClosing { documentState.remove(.editingDisabled) }
     }
 }

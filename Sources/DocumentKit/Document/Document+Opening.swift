@@ -13,6 +13,7 @@ extension Document {
                 throw DocumentError(.alreadyOpen, "\(fileURL.path) is already open")
             }
             try await readAndLoad(from: fileURL)
+            wasDeleted = false
             changeTracking.apply(.cleared)
             startPresenting()
             documentState.remove(.closed)

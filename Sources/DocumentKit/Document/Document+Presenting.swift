@@ -87,8 +87,8 @@ extension Document {
         let url = newURL.standardizedFileURL
         presentedURL.withLock { $0 = url }
         Task { @MainActor in
-            if self.fileURL != url { self.formerURLs.insert(self.fileURL) }
-            self.fileURL = url
+            // Only the latest move counts: after A → B → C, the task for B must not set B back.
+            if self.presentedURL.withLock({ $0 }) == url { self.fileURL = url }
         }
     }
 

@@ -8,11 +8,24 @@ extension Document {
 
     /// Saves the document, throwing a ``DocumentError`` (or what the subclass threw) on failure.
     public func saveDocument(to url: URL, for saveOperation: SaveOperation) async throws {
-        try await saveDocument(to: url, for: saveOperation, turn: serializer.reserve())
+        _undoManager?.closeAutomaticGroupNow()
+        try await saveDocument(to: url, for: saveOperation, turn: serializer.reserve(), ownFile: isOwnFile(url))
     }
 
-    func saveDocument(to url: URL, for saveOperation: SaveOperation, turn: FileAccessSerializer.Ticket) async throws {
-        try await inTurn(turn) { try await performSave(to: url, for: saveOperation) }
+    func saveDocument(
+        to url: URL,
+        for saveOperation: SaveOperation,
+        turn: FileAccessSerializer.Ticket,
+        ownFile: Bool
+    ) async throws {
+        try await inTurn(turn) { try await performSave(to: url, for: saveOperation, ownFile: ownFile) }
+    }
+
+    /// Whether `url` names the document's own file now — decided when a save is asked for, so that a save of the
+    /// document's file that waits behind a move goes to where the file went, and one behind a deletion is dropped.
+    func isOwnFile(_ url: URL) -> Bool {
+        let url = url.standardizedFileURL
+        return url == fileURL || url == presentedURL.withLock { $0 }
     }
 
     /// An autosave in `turn`: saves over the document's file if, by then, the document is still open and dirty; its
@@ -20,17 +33,15 @@ extension Document {
     func autosaveDocument(turn: FileAccessSerializer.Ticket) async throws {
         try await inTurn(turn) {
             guard hasUnsavedChanges, !documentState.contains(.closed) else { return }
-            let url = presentedURL.withLock { $0 }
-            if url != fileURL { fileURL = url }
-            try await performSave(to: url, for: .forOverwriting)
+            try await performSave(to: fileURL, for: .forOverwriting, ownFile: true)
         }
     }
 
     /// The save itself, inside the caller's file-access turn.
-    func performSave(to requestedURL: URL, for saveOperation: SaveOperation) async throws {
+    func performSave(to requestedURL: URL, for saveOperation: SaveOperation, ownFile: Bool = false) async throws {
         var url = requestedURL.standardizedFileURL
-        if saveOperation == .forOverwriting && (url == fileURL || formerURLs.contains(url)) {
-            // A save of the document's own file asked for before another writer moved or deleted it.
+        if saveOperation == .forOverwriting && ownFile {
+            // A save of the document's own file, which another writer may have moved or deleted since.
             if wasDeleted {
                 throw DocumentError(.closedByDeletion, "\(url.path) was deleted by another writer; nothing was saved")
             }
@@ -81,6 +92,7 @@ extension Document {
         fileModificationDate = diskIdentity?.modificationDate
         updateChangeCount(withToken: token, for: saveOperation)
         if documentState.contains(.closed) && saveOperation == .forCreating {
+            wasDeleted = false
             startPresenting()
             documentState.remove(.closed)
         }

@@ -80,11 +80,10 @@ open class Document: FilePresenter {
     var autosaveFailures = 0
     /// Set when another writer deleted the file: saves to it are dropped from then on.
     var wasDeleted = false
-    /// Where the file was before other writers moved it: a save asked for there, before the move was known, goes
-    /// to where the file is now.
-    var formerURLs: Set<URL> = []
+    /// Set from the moment a close is asked for until it is done: a revert then leaves editing disabled.
+    var isClosing = false
     var errorsBeingHandled = 0
-    private var _undoManager: UndoManager?
+    var _undoManager: UndoManager?
 
     /// Creates a closed document for the file at `url`, typed through ``DocumentTypeRegistry/default``. Nothing is
     /// read until ``open()``.
@@ -225,11 +224,12 @@ open class Document: FilePresenter {
         completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil
     ) {
         _undoManager?.closeAutomaticGroupNow()  // the edits of this turn are part of what is saved
+        let ownFile = isOwnFile(url)
         let turn = serializer.reserve()
         // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
         Task {
             let success = await reportingErrors(userInteractionPermitted: true) {
-                try await saveDocument(to: url, for: saveOperation, turn: turn)
+                try await saveDocument(to: url, for: saveOperation, turn: turn, ownFile: ownFile)
             }
             completionHandler?(success)
         }
@@ -280,13 +280,14 @@ open class Document: FilePresenter {
             }
             return
         }
-        cancelAutosave()
-        documentState.insert(.editingDisabled)
-        if errorsBeingHandled > 0 {
-            userInteractionNoLongerPermitted(forError: DocumentError(.notOpen, "\(fileURL.path) is closing"))
-        }
-        autosave { saved in
-            self.finishClosing(saved: saved, completionHandler: completionHandler)
+        beginClosing()
+        let saved = OneShot<Bool>()
+        autosave { saved.fulfil($0) }
+        let turn = serializer.reserve()  // right behind the last save, whatever is asked for after this call
+        // Finishes the close in its turn; the handler runs on the main actor once the last save has answered.
+        Task {
+            await inTurn(turn) { markClosed() }
+            completionHandler?(await saved.value)
         }
     }
 

@@ -56,3 +56,37 @@ final class FileAccessSerializer: Sendable {
 struct HandOff<Value>: @unchecked Sendable {
     let value: Value
 }
+
+/// A value delivered once and awaited any number of times.
+final class OneShot<Value: Sendable>: Sendable {
+    private struct State {
+        var value: Value?
+        var waiters: [CheckedContinuation<Value, Never>] = []
+    }
+    private let state = Mutex(State())
+
+    /// Delivers `value` to every waiter, now and later. Only the first delivery counts.
+    func fulfil(_ value: Value) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Value, Never>] in
+            guard state.value == nil else { return [] }
+            state.value = value
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: value) }
+    }
+
+    /// The value, once delivered.
+    var value: Value {
+        get async {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Value? in
+                    if let value = state.value { return value }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+    }
+}
