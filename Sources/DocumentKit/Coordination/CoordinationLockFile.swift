@@ -114,11 +114,9 @@ enum CoordinationLockFile {
     /// directory cleaned) would lock nothing any other process sees, so it is closed instead.
     private static func reusableDescriptor(for path: String) -> Int32? {
         while let fd = descriptors.withLock({ $0.take(path) }) {
-            var onDisk = stat()
             var held = stat()
-            if fstat(fd, &held) == 0, held.st_nlink > 0, stat(path, &onDisk) == 0, onDisk.st_ino == held.st_ino,
-                onDisk.st_dev == held.st_dev
-            {
+            // A deleted lock file (nlink 0) is what a cleaned lock directory leaves behind.
+            if fstat(fd, &held) == 0, held.st_nlink > 0 {
                 return fd
             }
             descriptors.withLock { $0.forget(fd) }
