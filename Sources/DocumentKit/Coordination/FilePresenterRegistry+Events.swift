@@ -118,6 +118,9 @@ extension FilePresenterRegistry {
         movedTo: Set<UInt32>
     ) -> [Notice] {
         guard let presenter = entries[id]?.presenter else { return [] }
+        // The hidden temporary file of a safe save (`.name.hex.tmp`, Foundation's `.UUID.tmp`) is not news: what
+        // the folder's presenter hears of is the item it becomes when it is renamed into place.
+        if Self.isSafeSaveTemporary(path) { return [] }
         let known = entries[id]?.subitems[path]
         let url = URL(fileURLWithPath: path)
         if let now = ItemIdentity.of(path: path) {
@@ -148,6 +151,12 @@ extension FilePresenterRegistry {
 
     private func isPackagePath(_ path: String) -> Bool {
         DocumentTypeRegistry.default.isPackageExtension((path as NSString).pathExtension)
+    }
+
+    /// Whether `path` is named like the hidden temporary file of a safe save: a leading dot and a `.tmp` ending.
+    static func isSafeSaveTemporary(_ path: String) -> Bool {
+        let name = (path as NSString).lastPathComponent
+        return name.count > 5 && name.hasPrefix(".") && name.hasSuffix(".tmp")
     }
 
     /// Whether `candidate` is named like a temporary sibling of `path` made by a safe save — `.<name>.<hex>.tmp` in
