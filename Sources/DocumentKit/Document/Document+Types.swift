@@ -5,6 +5,7 @@ extension Document {
     ///
     /// `normal` is the empty set: open, editable, no conflicts, no errors.
     public struct State: OptionSet, Sendable, Hashable, CustomStringConvertible {
+        /// The state's bits.
         public let rawValue: UInt
         /// Creates a state from its raw bits.
         public init(rawValue: UInt) { self.rawValue = rawValue }
@@ -22,6 +23,7 @@ extension Document {
         /// ``Document/progress`` describes a download or load in progress.
         public static let progressAvailable = State(rawValue: 1 << 4)
 
+        /// The set states' names, such as `inConflict, savingError`; `normal` when none is set.
         public var description: String {
             if isEmpty { return "normal" }
             let names: [(State, String)] = [

@@ -32,7 +32,9 @@ public struct DocumentError: Error, Sendable, CustomStringConvertible, Localized
         public static let kindMismatch = Code(base: .kindMismatch)
         /// The file was deleted by another writer and the document closed.
         public static let closedByDeletion = Code(base: .closedByDeletion)
-        public var description: String { base.rawValue }
+        /// The code's stable name, such as `fileNotFound`.
+        /// `DocumentError.<code>: <message>`, with the underlying error when there is one.
+    public var description: String { base.rawValue }
     }
 
     /// The kind of failure.
@@ -54,5 +56,6 @@ public struct DocumentError: Error, Sendable, CustomStringConvertible, Localized
         return "DocumentError.\(code): \(message)"
     }
 
+    /// The same as ``description``, for `localizedDescription`.
     public var errorDescription: String? { description }
 }

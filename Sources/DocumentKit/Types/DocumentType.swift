@@ -51,5 +51,6 @@ public struct DocumentType: Sendable, Hashable, CustomStringConvertible {
     /// The preferred filename extension, if the type declares one.
     public var preferredFilenameExtension: String? { filenameExtensions.first }
 
+    /// The identifier.
     public var description: String { identifier }
 }
