@@ -33,8 +33,7 @@ public struct DocumentError: Error, Sendable, CustomStringConvertible, Localized
         /// The file was deleted by another writer and the document closed.
         public static let closedByDeletion = Code(base: .closedByDeletion)
         /// The code's stable name, such as `fileNotFound`.
-        /// `DocumentError.<code>: <message>`, with the underlying error when there is one.
-    public var description: String { base.rawValue }
+        public var description: String { base.rawValue }
     }
 
     /// The kind of failure.
@@ -51,6 +50,7 @@ public struct DocumentError: Error, Sendable, CustomStringConvertible, Localized
         self.underlying = underlying
     }
 
+    /// `DocumentError.<code>: <message>`, with the underlying error when there is one.
     public var description: String {
         if let underlying { return "DocumentError.\(code): \(message) (\(underlying))" }
         return "DocumentError.\(code): \(message)"
