@@ -93,6 +93,8 @@ struct ItemPathTests {
         #expect(path.name == "List.grocery")
         #expect(path.parent == (try ItemPath("Documents/Trip")))
         #expect(path.parent?.parent?.parent == nil)
+        #expect(path.ancestors == [try ItemPath("Documents"), try ItemPath("Documents/Trip")])
+        #expect(try ItemPath("top").ancestors.isEmpty)
         #expect(path.isDocument)
         #expect(try ItemPath("Documents").isDocument)
         #expect(try !ItemPath("Documentsx/a").isDocument)

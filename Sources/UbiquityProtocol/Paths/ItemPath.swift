@@ -84,11 +84,26 @@ public struct ItemPath: Hashable, Comparable, Sendable, Codable, CustomStringCon
         return ItemPath(validated: String(string[..<slash]))
     }
 
+    /// The folders above the item, outermost first: `a/b/c` has `a` and `a/b`.
+    public var ancestors: [ItemPath] {
+        var result: [ItemPath] = []
+        var next = parent
+        while let folder = next {
+            result.append(folder)
+            next = folder.parent
+        }
+        return result.reversed()
+    }
+
     /// Whether the item is in the documents scope: its first component is `Documents`.
     public var isDocument: Bool { string == "Documents" || string.hasPrefix("Documents/") }
 
     /// The key two sibling paths must not share: the path in NFC, case-folded (locale-independent full case
     /// folding, so "Straße" and "STRASSE" clash), then NFC again.
+    ///
+    /// The rule a server applies when an item is created or moved to `path`: for `path` and each of its
+    /// ``ancestors``, if an existing live item has the same key but a different ``string``, refuse with
+    /// ``ProtocolError/Code/pathCollision``. (So `documents/b` is refused beside an existing `Documents/`.)
     public var collisionKey: String { Self.collisionKey(of: string) }
 
     /// Whether `self` is `other` or inside it.
