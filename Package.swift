@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "DocumentKit", targets: ["DocumentKit"]),
+        .library(name: "UbiquityProtocol", targets: ["UbiquityProtocol"]),
         .executable(name: "ubiquity", targets: ["ubiquity"]),
         .executable(name: "ubiquity-bench", targets: ["ubiquity-bench"]),
     ],
@@ -14,6 +15,7 @@ let package = Package(
     ],
     targets: [
         .target(name: "DocumentKit"),
+        .target(name: "UbiquityProtocol"),
         .executableTarget(
             name: "ubiquity",
             dependencies: [
@@ -38,6 +40,7 @@ let package = Package(
             name: "DocumentKitTests",
             dependencies: ["DocumentKit", "document-test-helper", "ubiquity"]
         ),
+        .testTarget(name: "UbiquityProtocolTests", dependencies: ["UbiquityProtocol"]),
     ],
     swiftLanguageModes: [.v6]
 )
