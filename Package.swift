@@ -16,6 +16,8 @@ let package = Package(
     targets: [
         .target(name: "DocumentKit"),
         .target(name: "UbiquityProtocol"),
+        // The sync service; its HTTP layer and storage drivers join with their issue.
+        .target(name: "UbiquityServer", dependencies: ["UbiquityProtocol"]),
         .executableTarget(
             name: "ubiquity",
             dependencies: [
@@ -41,6 +43,7 @@ let package = Package(
             dependencies: ["DocumentKit", "document-test-helper", "ubiquity"]
         ),
         .testTarget(name: "UbiquityProtocolTests", dependencies: ["UbiquityProtocol"]),
+        .testTarget(name: "UbiquityServerTests", dependencies: ["UbiquityServer", "UbiquityProtocol"]),
     ],
     swiftLanguageModes: [.v6]
 )
