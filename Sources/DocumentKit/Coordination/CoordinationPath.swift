@@ -40,16 +40,7 @@ enum CoordinationPath {
 
     /// The lock key of a canonical path: the outermost package containing it, or the path itself.
     static func lockKey(forCanonical path: String) -> String {
-        // The outermost component whose extension is a package type (a string walk: this runs on every access).
-        let registry = DocumentTypeRegistry.default
-        var end = path.startIndex
-        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-            end = component.endIndex
-            guard let dot = component.lastIndex(of: "."), dot != component.startIndex else { continue }
-            let ext = component[component.index(after: dot)...]
-            if !ext.isEmpty && registry.isPackageExtension(String(ext)) { return String(path[..<end]) }
-        }
-        return path
+        DocumentTypeRegistry.default.packageRoot(containingPath: path) ?? path
     }
 
     /// `/`, `/a`, `/a/b` for `/a/b/c`: every ancestor directory of `path`, outermost first.

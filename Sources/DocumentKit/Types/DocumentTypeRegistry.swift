@@ -85,12 +85,19 @@ public final class DocumentTypeRegistry: Sendable {
     /// The outermost package directory that contains `url` or is `url`, judged by the extensions of its path
     /// components; `nil` when no component is a package.
     public func packageRoot(containing url: URL) -> URL? {
-        let components = url.standardizedFileURL.pathComponents
-        var path = ""
-        for component in components {
-            path = path.isEmpty ? component : (path as NSString).appendingPathComponent(component)
-            let ext = (component as NSString).pathExtension
-            if !ext.isEmpty && isPackageExtension(ext) { return URL(fileURLWithPath: path, isDirectory: true) }
+        packageRoot(containingPath: url.standardizedFileURL.path).map { URL(fileURLWithPath: $0, isDirectory: true) }
+    }
+
+    /// ``packageRoot(containing:)`` for an absolute, standardized path: a plain string walk, cheap enough for
+    /// every coordinated access. A name's extension follows its last dot, and a name starting with a dot and
+    /// having no other has none (as `NSString.pathExtension` reads names).
+    public func packageRoot(containingPath path: String) -> String? {
+        var end = path.startIndex
+        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+            end = component.endIndex
+            guard let dot = component.lastIndex(of: "."), dot != component.startIndex else { continue }
+            let ext = component[component.index(after: dot)...]
+            if !ext.isEmpty && isPackageExtension(String(ext)) { return String(path[..<end]) }
         }
         return nil
     }
