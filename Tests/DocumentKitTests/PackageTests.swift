@@ -1,2 +1,0 @@
-import DocumentKit
-import Testing
