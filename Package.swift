@@ -11,17 +11,42 @@ let package = Package(
         .executable(name: "ubiquity-bench", targets: ["ubiquity-bench"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .target(name: "DocumentKit"),
         .target(name: "UbiquityProtocol"),
-        // The sync service; its HTTP layer and storage drivers join with their issue.
-        .target(name: "UbiquityServer", dependencies: ["UbiquityProtocol"]),
+        .target(
+            name: "UbiquityServer",
+            dependencies: [
+                "UbiquityProtocol",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "ubiquity",
             dependencies: [
                 "DocumentKit",
+                "UbiquityServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -29,6 +54,9 @@ let package = Package(
             name: "ubiquity-bench",
             dependencies: [
                 "DocumentKit",
+                "UbiquityServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -43,7 +71,17 @@ let package = Package(
             dependencies: ["DocumentKit", "document-test-helper", "ubiquity"]
         ),
         .testTarget(name: "UbiquityProtocolTests", dependencies: ["UbiquityProtocol"]),
-        .testTarget(name: "UbiquityServerTests", dependencies: ["UbiquityServer", "UbiquityProtocol"]),
+        .testTarget(
+            name: "UbiquityServerTests",
+            dependencies: [
+                "UbiquityServer",
+                "UbiquityProtocol",
+                "ubiquity",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

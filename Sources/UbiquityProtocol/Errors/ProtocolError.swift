@@ -14,14 +14,22 @@ public struct ProtocolError: Error, Sendable, Hashable, Codable, CustomStringCon
     public var code: Code
     /// What happened, in words, naming the offending value where it helps.
     public var message: String
+    /// For ``Code/staleDelete``: the item's current version, so the device can decide again.
+    public var currentVersion: VersionID?
+    /// For ``Code/chunksMissing``: the chunks to upload before committing again.
+    public var missingChunks: [ChunkHash]?
 
     /// Creates an error.
     /// - Parameters:
     ///   - code: The kind of failure.
     ///   - message: What happened.
-    public init(_ code: Code, _ message: String) {
+    ///   - currentVersion: The current version, for a stale delete.
+    ///   - missingChunks: The chunks a commit lacks.
+    public init(_ code: Code, _ message: String, currentVersion: VersionID? = nil, missingChunks: [ChunkHash]? = nil) {
         self.code = code
         self.message = message
+        self.currentVersion = currentVersion
+        self.missingChunks = missingChunks
     }
 
     public var description: String { "ProtocolError.\(code): \(message)" }

@@ -19,6 +19,14 @@ public struct KeyValueStoreState: Hashable, Sendable {
         public var device: DeviceID
         /// The store's sequence number when it was applied.
         public var sequence: UInt64
+
+        /// Creates an entry.
+        public init(value: PropertyListValue?, timestamp: Date, device: DeviceID, sequence: UInt64) {
+            self.value = value
+            self.timestamp = timestamp
+            self.device = device
+            self.sequence = sequence
+        }
     }
 
     /// One put (a value) or remove (`nil`) in a batch.
@@ -48,6 +56,13 @@ public struct KeyValueStoreState: Hashable, Sendable {
     /// An empty store checked against `limits` (Apple's by default).
     public init(limits: KeyValueLimits = .apple) {
         self.limits = limits
+    }
+
+    /// A store as persisted: its entries (tombstones included) and its latest sequence number.
+    public init(limits: KeyValueLimits, entries: [String: Entry], sequence: UInt64) {
+        self.limits = limits
+        self.entries = entries
+        self.sequence = sequence
     }
 
     /// The store's values (tombstones left out).

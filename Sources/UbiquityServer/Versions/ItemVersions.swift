@@ -100,7 +100,7 @@ public struct ItemVersions: Hashable, Sendable {
             throw ProtocolError(
                 .staleDelete,
                 "the delete was based on \(basedOn?.description ?? "no version"); the current version is "
-                    + "\(current?.description ?? "none")")
+                    + "\(current?.description ?? "none")", currentVersion: current)
         }
         isDeleted = true
         return [.itemDeleted(itemID: itemID)]
@@ -162,5 +162,26 @@ public struct ItemVersions: Hashable, Sendable {
 
     private func unknown(_ id: VersionID) -> ProtocolError {
         ProtocolError(.unknownVersion, "\(id) is not a version of item \(itemID)")
+    }
+}
+
+extension ItemVersions {
+    /// The history versions: neither current nor unresolved conflict versions, newest first.
+    public var history: [VersionRecord] {
+        versions.values.filter { $0.id != current && !($0.isConflict && !$0.isResolved) }
+            .sorted { VersionRecord.precedes($1, $0) }
+    }
+
+    /// Removes the history versions `retention` no longer keeps: beyond its count, or older than its age at `now`.
+    /// Returns the feed changes (one removed version each).
+    public mutating func prune(_ retention: VersionRetention, now: Date) -> [Change] {
+        var changes: [Change] = []
+        for (index, version) in history.enumerated() {
+            let tooOld = retention.maximumAge.map { now.timeIntervalSince(version.modificationDate) > $0 } ?? false
+            guard index >= retention.maximumCount || tooOld else { continue }
+            versions[version.id] = nil
+            changes.append(.versionRemoved(itemID: itemID, versionID: version.id))
+        }
+        return changes
     }
 }

@@ -1,0 +1,103 @@
+import Crypto
+import Foundation
+import Synchronization
+import UbiquityProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The embedded default ``ChunkStore``: one file per chunk under `<root>/<account>/<first two hex digits>/<hash>`.
+///
+/// An upload is written to `<root>/incoming/`, hashed as it arrives, flushed to disk, and renamed into place only
+/// when its hash is right; then the folder is flushed too. So after any crash every chunk file under an account
+/// is complete and matches its name, and ``removeAbandonedUploads()`` clears the rest.
+public struct FileChunkStore: ChunkStore {
+    /// The folder holding every account's chunks.
+    public let root: URL
+
+    /// Opens (and creates) a chunk store in `root`.
+    public init(root: URL) throws {
+        self.root = root
+        try FileManager.default.createDirectory(at: incoming, withIntermediateDirectories: true)
+    }
+
+    var incoming: URL { root.appendingPathComponent("incoming", isDirectory: true) }
+
+    /// Where the account's chunk with this hash lives.
+    public func location(of hash: ChunkHash, of account: AccountID) -> URL {
+        root.appendingPathComponent(account.string, isDirectory: true)
+            .appendingPathComponent(String(hash.string.prefix(2)), isDirectory: true)
+            .appendingPathComponent(hash.string, isDirectory: false)
+    }
+
+    public func beginUpload(for account: AccountID) async throws -> any ChunkUpload {
+        let temporary = incoming.appendingPathComponent(UUID().uuidString.lowercased())
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw POSIXError.current("create \(temporary.path)") }
+        return FileChunkUpload(store: self, account: account, temporary: temporary, descriptor: descriptor)
+    }
+
+    public func contains(_ hash: ChunkHash, of account: AccountID) async throws -> Bool {
+        FileManager.default.fileExists(atPath: location(of: hash, of: account).path)
+    }
+
+    public func read(_ hash: ChunkHash, of account: AccountID, pieceSize: Int) async throws -> ChunkReader? {
+        let path = location(of: hash, of: account).path
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            if errno == ENOENT { return nil }
+            throw POSIXError.current("open \(path)")
+        }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            close(descriptor)
+            throw POSIXError.current("stat \(path)")
+        }
+        let file = ReadableFile(descriptor: descriptor)
+        let size = Int64(info.st_size)
+        return ChunkReader(size: size) { try file.next(pieceSize: pieceSize) }
+    }
+
+    public func removeAbandonedUploads() async throws {
+        for name in try FileManager.default.contentsOfDirectory(atPath: incoming.path) {
+            try? FileManager.default.removeItem(at: incoming.appendingPathComponent(name))
+        }
+    }
+}
+
+/// A file read piece by piece; closed at the end, on an error, or when dropped.
+private final class ReadableFile: Sendable {
+    private let descriptor: Mutex<Int32>
+
+    init(descriptor: Int32) { self.descriptor = Mutex(descriptor) }
+
+    func next(pieceSize: Int) throws -> [UInt8]? {
+        try descriptor.withLock { descriptor -> [UInt8]? in
+            guard descriptor >= 0 else { return nil }
+            var piece = [UInt8](repeating: 0, count: pieceSize)
+            let count = piece.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, pieceSize) }
+            if count <= 0 {
+                close(descriptor)
+                descriptor = -1
+                if count < 0 { throw POSIXError.current("read chunk") }
+                return nil
+            }
+            piece.removeLast(pieceSize - count)
+            return piece
+        }
+    }
+
+    deinit {
+        descriptor.withLock { if $0 >= 0 { close($0) } }
+    }
+}
+
+extension POSIXError {
+    /// The error `errno` names, for a failed `operation`.
+    static func current(_ operation: String) -> POSIXError {
+        POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO, userInfo: [NSLocalizedDescriptionKey: operation])
+    }
+}

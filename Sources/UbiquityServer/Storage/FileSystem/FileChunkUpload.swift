@@ -1,0 +1,85 @@
+import Crypto
+import Foundation
+import UbiquityProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// An upload into ``FileChunkStore``'s `incoming/` folder.
+///
+/// `@unchecked Sendable`: an upload belongs to the one request that began it, which calls it from one task, one
+/// call at a time (the protocol's contract); it is never shared.
+final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
+    private let store: FileChunkStore
+    private let account: AccountID
+    private let temporary: URL
+    private var descriptor: Int32
+    private var hasher = SHA256()
+    private(set) var byteCount: Int64 = 0
+
+    init(store: FileChunkStore, account: AccountID, temporary: URL, descriptor: Int32) {
+        self.store = store
+        self.account = account
+        self.temporary = temporary
+        self.descriptor = descriptor
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws {
+        guard descriptor >= 0 else { throw POSIXError(.EBADF) }
+        hasher.update(bufferPointer: bytes)
+        var offset = 0
+        while offset < bytes.count {
+            let written = systemWrite(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw POSIXError.current("write chunk")
+            }
+            offset += written
+        }
+        byteCount += Int64(bytes.count)
+    }
+
+    func finish(expecting hash: ChunkHash) async throws {
+        guard descriptor >= 0 else { throw POSIXError(.EBADF) }
+        let file = descriptor
+        descriptor = -1
+        defer { close(file) }
+        let actual = try ChunkHash(digest: hasher.finalize())
+        guard actual == hash else {
+            unlink(temporary.path)
+            throw ProtocolError(.chunkHashMismatch, "the bytes sent hash to \(actual), not \(hash); nothing was stored")
+        }
+        guard fsync(file) == 0 else {
+            unlink(temporary.path)
+            throw POSIXError.current("fsync chunk")
+        }
+        let destination = store.location(of: hash, of: account)
+        let folder = destination.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        guard rename(temporary.path, destination.path) == 0 else {
+            unlink(temporary.path)
+            throw POSIXError.current("rename chunk into \(folder.path)")
+        }
+        let directory = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            fsync(directory)
+            close(directory)
+        }
+    }
+
+    func cancel() {
+        guard descriptor >= 0 else { return }
+        close(descriptor)
+        descriptor = -1
+        unlink(temporary.path)
+    }
+
+    deinit { cancel() }
+}
+
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    write(descriptor, bytes, count)
+}

@@ -1,0 +1,60 @@
+import GRDB
+import UbiquityProtocol
+
+extension SQLiteMetadataStore {
+    public func missingChunks(_ hashes: [ChunkHash], of account: AccountID) async throws -> [ChunkHash] {
+        try await pool.read { db in try Self.missing(hashes, of: account, in: db) }
+    }
+
+    public func chunkSize(_ hash: ChunkHash, of account: AccountID) async throws -> Int64? {
+        try await pool.read { db in
+            try Int64.fetchOne(
+                db, sql: "SELECT size FROM chunk WHERE account_id = ? AND hash = ?",
+                arguments: [account.string, hash.string])
+        }
+    }
+
+    public func addChunk(_ chunk: ChunkReference, to account: AccountID) async throws -> Bool {
+        try await pool.write { db in
+            let known = try Bool.fetchOne(
+                db, sql: "SELECT 1 FROM chunk WHERE account_id = ? AND hash = ?",
+                arguments: [account.string, chunk.hash.string])
+            if known != nil { return false }
+            guard
+                let row = try Row.fetchOne(
+                    db, sql: "SELECT quota_bytes, used_bytes FROM account WHERE id = ?", arguments: [account.string])
+            else { throw ProtocolError(.unauthorized, "the account no longer exists") }
+            let used: Int64 = row["used_bytes"]
+            if let quota: Int64 = row["quota_bytes"], used + chunk.size > quota {
+                throw ProtocolError(
+                    .quotaExceeded,
+                    "storing \(chunk.size) more bytes would take the account to \(used + chunk.size) of its "
+                        + "\(quota)-byte quota")
+            }
+            try db.execute(
+                sql: "INSERT INTO chunk (account_id, hash, size) VALUES (?, ?, ?)",
+                arguments: [account.string, chunk.hash.string, chunk.size])
+            try db.execute(
+                sql: "UPDATE account SET used_bytes = used_bytes + ? WHERE id = ?",
+                arguments: [chunk.size, account.string])
+            return true
+        }
+    }
+
+    /// Which of `hashes` the account lacks, each once, in the order given.
+    static func missing(_ hashes: [ChunkHash], of account: AccountID, in db: Database) throws -> [ChunkHash] {
+        var seen: Set<ChunkHash> = []
+        let unique = hashes.filter { seen.insert($0).inserted }
+        var present: Set<String> = []
+        for start in stride(from: 0, to: unique.count, by: 500) {
+            let batch = unique[start..<min(start + 500, unique.count)]
+            let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+            let arguments = StatementArguments([account.string] + batch.map(\.string))
+            present.formUnion(
+                try String.fetchAll(
+                    db, sql: "SELECT hash FROM chunk WHERE account_id = ? AND hash IN (\(marks))",
+                    arguments: arguments))
+        }
+        return unique.filter { !present.contains($0.string) }
+    }
+}

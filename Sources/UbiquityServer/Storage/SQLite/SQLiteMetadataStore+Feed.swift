@@ -1,0 +1,78 @@
+import Foundation
+import GRDB
+import UbiquityProtocol
+
+extension SQLiteMetadataStore {
+    /// A container's row: its epoch and the latest sequence numbers of its feed and key-value store.
+    struct ContainerState {
+        var epoch: String
+        var feedSequence: Int64
+        var keyValueSequence: Int64
+    }
+
+    /// The container's state, made on first use when `create` is set.
+    static func containerState(_ key: ContainerKey, in db: Database, create: Bool) throws -> ContainerState? {
+        let row = try Row.fetchOne(
+            db,
+            sql: "SELECT epoch, feed_sequence, kv_sequence FROM container WHERE account_id = ? AND container_id = ?",
+            arguments: [key.account.string, key.container.string])
+        if let row {
+            return ContainerState(
+                epoch: row["epoch"], feedSequence: row["feed_sequence"], keyValueSequence: row["kv_sequence"])
+        }
+        guard create else { return nil }
+        let epoch = String(UUID().uuidString.lowercased().filter { $0 != "-" }.prefix(16))
+        try db.execute(
+            sql: "INSERT INTO container (account_id, container_id, epoch) VALUES (?, ?, ?)",
+            arguments: [key.account.string, key.container.string, epoch])
+        return ContainerState(epoch: epoch, feedSequence: 0, keyValueSequence: 0)
+    }
+
+    /// Appends `changes` to the container's feed; returns the token after them.
+    static func append(_ changes: [Change], to key: ContainerKey, in db: Database) throws -> ChangeToken {
+        var state = try containerState(key, in: db, create: true)!
+        for change in changes {
+            state.feedSequence += 1
+            try db.execute(
+                sql: "INSERT INTO change (account_id, container_id, sequence, body) VALUES (?, ?, ?, ?)",
+                arguments: [key.account.string, key.container.string, state.feedSequence, try encode(change)])
+        }
+        if !changes.isEmpty {
+            try db.execute(
+                sql: "UPDATE container SET feed_sequence = ? WHERE account_id = ? AND container_id = ?",
+                arguments: [state.feedSequence, key.account.string, key.container.string])
+        }
+        return FeedToken(feed: .changes, epoch: state.epoch, sequence: state.feedSequence).token
+    }
+
+    /// The token naming the container's latest feed position.
+    static func feedToken(_ key: ContainerKey, in db: Database) throws -> ChangeToken {
+        let state = try containerState(key, in: db, create: false)
+        return FeedToken(feed: .changes, epoch: state?.epoch ?? "0", sequence: state?.feedSequence ?? 0).token
+    }
+
+    public func changes(in container: ContainerKey, since: ChangeToken?, limit: Int) async throws -> ChangePage {
+        try await pool.read { db in
+            let state =
+                try Self.containerState(container, in: db, create: false)
+                ?? ContainerState(epoch: "0", feedSequence: 0, keyValueSequence: 0)
+            let start =
+                try since.map {
+                    try FeedToken($0, feed: .changes, epoch: state.epoch, latest: state.feedSequence).sequence
+                } ?? 0
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT sequence, body FROM change WHERE account_id = ? AND container_id = ? AND sequence > ?
+                    ORDER BY sequence LIMIT ?
+                    """,
+                arguments: [container.account.string, container.container.string, start, max(1, limit) + 1])
+            let page = rows.prefix(max(1, limit))
+            let changes = try page.map { try Self.decode(Change.self, $0["body"]) }
+            let last: Int64 = page.last?["sequence"] ?? start
+            return ChangePage(
+                changes: changes, nextToken: FeedToken(feed: .changes, epoch: state.epoch, sequence: last).token,
+                hasMore: rows.count > page.count)
+        }
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import GRDB
+import UbiquityProtocol
+
+extension SQLiteMetadataStore {
+    /// An item as stored: its record and its versions.
+    struct StoredItem {
+        var record: ItemRecord
+        var versions: ItemVersions
+    }
+
+    /// The result of one item operation, before its feed token is known.
+    struct ItemChange {
+        var changes: [Change]
+        var outcome: CommitOutcome? = nil
+        var version: VersionRecord? = nil
+    }
+
+    public func createItem(_ request: CreateItemRequest, in container: ContainerKey) async throws -> ItemResponse {
+        if let version = request.version {
+            try Self.check(version, fits: request.kind, of: request.id)
+        }
+        let now = clock()
+        let retention = retention
+        return try await pool.write { db in
+            if let existing = try Self.load(request.id, in: container, db: db) {
+                guard existing.record.path == request.path, existing.record.kind == request.kind else {
+                    throw ProtocolError(
+                        .itemExists,
+                        "item \(request.id) exists already, at \(existing.record.path) as a "
+                            + "\(existing.record.kind.rawValue)")
+                }
+                guard let version = request.version else {
+                    return ItemResponse(item: existing.record, token: try Self.feedToken(container, in: db))
+                }
+                return try Self.commit(version, to: existing, in: container, db: db, retention: retention, now: now)
+            }
+            let record = ItemRecord(id: request.id, path: request.path, kind: request.kind)
+            var item = StoredItem(record: record, versions: ItemVersions(itemID: request.id))
+            var change = ItemChange(changes: [.itemCreated(itemID: request.id, path: request.path, kind: request.kind)])
+            if let version = request.version {
+                let committed = try Self.apply(
+                    version, to: &item, in: container, db: db, retention: retention, now: now)
+                change.changes += committed.changes
+                change.outcome = committed.outcome
+                change.version = committed.version
+            }
+            return try Self.save(item, before: nil, change: change, in: container, db: db)
+        }
+    }
+
+    public func commit(_ version: VersionRecord, in container: ContainerKey) async throws -> ItemResponse {
+        let now = clock()
+        let retention = retention
+        return try await pool.write { db in
+            let item = try Self.loadExisting(version.itemID, in: container, db: db)
+            try Self.check(version, fits: item.record.kind, of: item.record.id)
+            return try Self.commit(version, to: item, in: container, db: db, retention: retention, now: now)
+        }
+    }
+
+    public func moveItem(_ id: ItemID, to path: ItemPath, in container: ContainerKey) async throws -> ItemResponse {
+        try await update(id, in: container) { item in
+            guard !item.versions.isDeleted else { throw ProtocolError(.itemDeleted, "\(id) is deleted") }
+            let from = item.record.path
+            guard from != path else { return ItemChange(changes: []) }
+            item.record.path = path
+            return ItemChange(changes: [.itemMoved(itemID: id, from: from, to: path)])
+        }
+    }
+
+    public func deleteItem(_ id: ItemID, basedOn: VersionID?, in container: ContainerKey) async throws -> ItemResponse {
+        try await update(id, in: container) { item in ItemChange(changes: try item.versions.delete(basedOn: basedOn)) }
+    }
+
+    public func markResolved(_ version: VersionID, of item: ItemID, in container: ContainerKey) async throws
+        -> ItemResponse
+    {
+        try await update(item, in: container) { item in ItemChange(changes: try item.versions.markResolved(version)) }
+    }
+
+    public func removeVersion(_ version: VersionID, of item: ItemID, in container: ContainerKey) async throws
+        -> ItemResponse
+    {
+        try await update(item, in: container) { item in ItemChange(changes: try item.versions.remove(version)) }
+    }
+
+    public func replaceCurrent(with version: VersionID, of item: ItemID, in container: ContainerKey) async throws
+        -> ItemResponse
+    {
+        let now = clock()
+        let retention = retention
+        return try await update(item, in: container) { item in
+            var changes = try item.versions.replace(with: version)
+            changes += item.versions.prune(retention, now: now)
+            return ItemChange(changes: changes)
+        }
+    }
+
+    public func item(_ id: ItemID, in container: ContainerKey) async throws -> ItemDetail? {
+        try await pool.read { db in
+            guard let item = try Self.load(id, in: container, db: db) else { return nil }
+            let versions = item.versions.versions.values.sorted { VersionRecord.precedes($1, $0) }
+            return ItemDetail(item: item.record, versions: versions)
+        }
+    }
+
+    public func items(in container: ContainerKey) async throws -> ItemListResponse {
+        try await pool.read { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT * FROM item WHERE account_id = ? AND container_id = ? ORDER BY path, item_id",
+                arguments: [container.account.string, container.container.string])
+            return ItemListResponse(
+                items: try rows.map(Self.record(from:)), token: try Self.feedToken(container, in: db))
+        }
+    }
+
+    // MARK: Transactions
+
+    /// Runs `body` on the stored item in one write transaction and saves the result.
+    private func update(
+        _ id: ItemID, in container: ContainerKey, _ body: @escaping @Sendable (inout StoredItem) throws -> ItemChange
+    ) async throws -> ItemResponse {
+        try await pool.write { db in
+            let before = try Self.loadExisting(id, in: container, db: db)
+            var item = before
+            let change = try body(&item)
+            return try Self.save(item, before: before, change: change, in: container, db: db)
+        }
+    }
+
+    private static func commit(
+        _ version: VersionRecord, to stored: StoredItem, in container: ContainerKey, db: Database,
+        retention: VersionRetention, now: Date
+    ) throws -> ItemResponse {
+        var item = stored
+        let change = try apply(version, to: &item, in: container, db: db, retention: retention, now: now)
+        return try save(item, before: stored, change: change, in: container, db: db)
+    }
+
+    /// Commits `version` to `item` (in memory) after checking its id is new and its chunks are all stored.
+    private static func apply(
+        _ version: VersionRecord, to item: inout StoredItem, in container: ContainerKey, db: Database,
+        retention: VersionRetention, now: Date
+    ) throws -> ItemChange {
+        if let row = try Row.fetchOne(
+            db, sql: "SELECT item_id, record FROM version WHERE account_id = ? AND version_id = ?",
+            arguments: [container.account.string, version.id.string])
+        {
+            let existing = try decode(VersionRecord.self, row["record"])
+            guard row["item_id"] == version.itemID.string, existing.contentHash == version.contentHash else {
+                throw ProtocolError(.versionExists, "version \(version.id) exists already with other content")
+            }
+            return ItemChange(changes: [], outcome: .identical, version: existing)
+        }
+        let missing = try Self.missing(version.manifest.chunks.map(\.hash), of: container.account, in: db)
+        guard missing.isEmpty else {
+            throw ProtocolError(
+                .chunksMissing, "\(missing.count) chunk(s) of version \(version.id) have not been uploaded",
+                missingChunks: missing)
+        }
+        var (outcome, changes) = item.versions.commit(version)
+        switch outcome {
+        case .becameCurrent(let id):
+            changes += item.versions.prune(retention, now: now)
+            return ItemChange(changes: changes, outcome: .current, version: item.versions.versions[id])
+        case .keptAsConflict(let id, _):
+            return ItemChange(changes: changes, outcome: .conflict, version: item.versions.versions[id])
+        case .identical(let existing):
+            return ItemChange(changes: changes, outcome: .identical, version: item.versions.versions[existing])
+        }
+    }
+
+    /// Refuses a version that is not of `item` or whose content does not fit the item's kind.
+    private static func check(_ version: VersionRecord, fits kind: ItemKind, of item: ItemID) throws(ProtocolError) {
+        guard version.itemID == item else {
+            throw ProtocolError(.invalidRecord, "version \(version.id) names item \(version.itemID), not \(item)")
+        }
+        switch (kind, version.manifest) {
+        case (.file, .file), (.package, .package): return
+        case (.directory, _): throw ProtocolError(.kindMismatch, "a directory has no content versions")
+        default:
+            throw ProtocolError(.kindMismatch, "version \(version.id) does not hold the content of a \(kind.rawValue)")
+        }
+    }
+
+    /// Writes the item's new state (paths, row, versions) and appends its changes to the feed.
+    private static func save(
+        _ item: StoredItem, before: StoredItem?, change: ItemChange, in container: ContainerKey, db: Database
+    ) throws -> ItemResponse {
+        var record = item.record
+        record.currentVersion = item.versions.current
+        record.isDeleted = item.versions.isDeleted
+        let wasLive = before.map { !$0.record.isDeleted } ?? false
+        let moved = before?.record.path != record.path
+        if wasLive, let before, record.isDeleted || moved {
+            try release(before.record.path, in: container, db: db)
+        }
+        if !record.isDeleted, !wasLive || moved {
+            try claim(record.path, kind: record.kind, for: record.id, in: container, db: db)
+        }
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO item
+                    (account_id, container_id, item_id, path, path_key, kind, current_version, is_deleted)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                container.account.string, container.container.string, record.id.string, record.path.string,
+                record.path.collisionKey, record.kind.rawValue, record.currentVersion?.string, record.isDeleted,
+            ])
+        let old = before?.versions.versions ?? [:]
+        for (id, version) in item.versions.versions where old[id] != version {
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO version (account_id, version_id, container_id, item_id, record)
+                    VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    container.account.string, id.string, container.container.string, record.id.string,
+                    try encode(version),
+                ])
+        }
+        for id in old.keys where item.versions.versions[id] == nil {
+            try db.execute(
+                sql: "DELETE FROM version WHERE account_id = ? AND version_id = ?",
+                arguments: [container.account.string, id.string])
+        }
+        let token = try append(change.changes, to: container, in: db)
+        return ItemResponse(item: record, outcome: change.outcome, version: change.version, token: token)
+    }
+
+    private static func loadExisting(_ id: ItemID, in container: ContainerKey, db: Database) throws -> StoredItem {
+        guard let item = try load(id, in: container, db: db) else {
+            throw ProtocolError(.itemNotFound, "no item \(id) in container \(container.container)")
+        }
+        return item
+    }
+
+    private static func load(_ id: ItemID, in container: ContainerKey, db: Database) throws -> StoredItem? {
+        let arguments: StatementArguments = [container.account.string, container.container.string, id.string]
+        guard
+            let row = try Row.fetchOne(
+                db, sql: "SELECT * FROM item WHERE account_id = ? AND container_id = ? AND item_id = ?",
+                arguments: arguments)
+        else { return nil }
+        let record = try record(from: row)
+        let versions = try String.fetchAll(
+            db, sql: "SELECT record FROM version WHERE account_id = ? AND container_id = ? AND item_id = ?",
+            arguments: arguments
+        ).map { try decode(VersionRecord.self, $0) }
+        return StoredItem(
+            record: record,
+            versions: ItemVersions(
+                itemID: id, versions: versions, current: record.currentVersion, isDeleted: record.isDeleted))
+    }
+
+    static func record(from row: Row) throws -> ItemRecord {
+        let current: String? = row["current_version"]
+        guard let kind = ItemKind(rawValue: row["kind"]) else {
+            throw ProtocolError(.internalError, "item \(row["item_id"] as String) has an unknown kind")
+        }
+        return ItemRecord(
+            id: try ItemID(row["item_id"]), path: try ItemPath(row["path"]), kind: kind,
+            currentVersion: try current.map { try VersionID($0) }, isDeleted: row["is_deleted"])
+    }
+}
