@@ -1,0 +1,51 @@
+import Crypto
+import Dispatch
+import Foundation
+import HummingbirdBcrypt
+import UbiquityProtocol
+
+/// Password hashing (bcrypt) and device-token secrets (random, stored only as SHA-256).
+public enum Credentials {
+    /// The rules an account name and password must meet.
+    /// - Throws: ``ProtocolError/Code/invalidAccount`` naming the broken rule.
+    public static func validate(name: String, password: String) throws(ProtocolError) {
+        guard (1...64).contains(name.count), !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0 == " " })
+        else {
+            throw ProtocolError(.invalidAccount, "an account name is 1 to 64 characters without spaces or controls")
+        }
+        guard (8...72).contains(password.utf8.count) else {
+            throw ProtocolError(.invalidAccount, "a password is 8 to 72 bytes long")
+        }
+    }
+
+    /// The bcrypt hash of `password`, computed off the concurrency pool (it takes tens to hundreds of ms).
+    public static func hash(_ password: String, cost: UInt8) async -> String {
+        await offPool { Bcrypt.hash(password, cost: cost) }
+    }
+
+    /// Whether `password` matches `hash`, checked off the concurrency pool.
+    public static func verify(_ password: String, hash: String) async -> Bool {
+        await offPool { Bcrypt.verify(password, hash: hash) }
+    }
+
+    /// A new token secret: `ubq_` and 43 characters of base64url (32 random bytes).
+    public static func newSecret() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let text = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return "ubq_" + text
+    }
+
+    /// What the service stores of a secret.
+    public static func secretHash(_ secret: String) -> [UInt8] {
+        Array(SHA256.hash(data: Data(secret.utf8)))
+    }
+
+    /// Runs CPU-heavy work on a Dispatch queue so it does not hold one of the few concurrency threads.
+    private static func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: work()) }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Hummingbird
+import NIOCore
+import Synchronization
+import UbiquityProtocol
+
+/// What every route handler works with: storage, the push hub, the configuration and the figures.
+struct RouteEnvironment: Sendable {
+    let store: any MetadataStore
+    let chunks: any ChunkStore
+    let hub: PushHub
+    let configuration: ServerConfiguration
+    let metrics: ServerMetrics
+    /// A hash checked when a login names no account, so that answering takes as long as for a real one.
+    let decoyHash = DecoyHash()
+
+    /// Decodes a JSON body of at most the configured size.
+    /// - Throws: ``ProtocolError/Code/bodyTooLarge``, ``ProtocolError/Code/malformedRequest`` or the code of a
+    ///   wire type's own check.
+    func decode<T: Decodable>(_ type: T.Type, from request: Request) async throws -> T {
+        let limit = configuration.limits.jsonBodyBytes
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw ProtocolError(.bodyTooLarge, "the body is \(length) bytes; this route accepts at most \(limit)")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: limit)
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            throw ProtocolError(.bodyTooLarge, "the body is larger than \(limit) bytes")
+        }
+        do {
+            return try JSONDecoder().decode(type, from: Data(buffer.readableBytesView))
+        } catch let error as DecodingError {
+            throw ProtocolError(.malformedRequest, "the body is not a valid \(type): \(error.summary)")
+        }
+    }
+
+    /// A JSON response.
+    func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+
+    /// Counts a change to a container and tells its subscribers where its feed now is.
+    func announce(_ response: ItemResponse, in container: ContainerKey) {
+        metrics.commits.increment()
+        hub.publish(.changed(container: container.container, token: response.token), to: container)
+    }
+
+    /// The decoy hash, made on first use.
+    func decoy() async -> String {
+        if let hash = decoyHash.value.withLock({ $0 }) { return hash }
+        let hash = await Credentials.hash("not a password of anyone", cost: configuration.bcryptCost)
+        decoyHash.value.withLock { $0 = hash }
+        return hash
+    }
+}
+
+/// The bcrypt hash checked when a login names no account, made once.
+final class DecoyHash: Sendable {
+    let value = Mutex<String?>(nil)
+}
+
+extension Parameters {
+    /// A path parameter parsed as an identifier. - Throws: ``ProtocolError/Code/invalidIdentifier``.
+    func identifier<ID: UUIDIdentifier>(_ name: String, as type: ID.Type) throws -> ID {
+        try ID(try require(name))
+    }
+}

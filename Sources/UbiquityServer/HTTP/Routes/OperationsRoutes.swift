@@ -1,0 +1,35 @@
+import Hummingbird
+import NIOCore
+
+extension RouteEnvironment {
+    /// `GET /health`, `GET /metrics`, `GET /openapi.json`.
+    func addOperationsRoutes(to router: some RouterMethods<ServerRequestContext>) {
+        router.get("health") { _, _ -> Response in
+            try json(["status": "ok"])
+        }
+        router.get("metrics") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(string: metrics.exposition())))
+        }
+        router.get("openapi.json") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.json)))
+        }
+    }
+}
+
+/// Counts every request and every error answer.
+struct MetricsMiddleware<Context: RequestContext>: RouterMiddleware {
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        metrics.requests.increment()
+        let response = try await next(request, context)
+        if response.status.code >= 400 { metrics.failures.increment() }
+        return response
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+
+/// The OpenAPI 3.1 document of the whole API, served at `GET /openapi.json`.
+///
+/// Written by hand from the routes' behaviour; a test checks that every route the service registers is described
+/// here and that nothing here is missing from the service.
+public enum OpenAPIDocument {
+    /// The document as JSON bytes.
+    public static let json: [UInt8] = {
+        let data = try! JSONSerialization.data(
+            withJSONObject: document(), options: [.sortedKeys, .withoutEscapingSlashes])
+        return Array(data)
+    }()
+
+    /// Every operation, as `METHOD /path/{parameter}`.
+    public static var operations: [RouteSignature] {
+        Self.table.map { RouteSignature(method: $0.method, path: $0.path) }
+    }
+
+    private struct Operation {
+        var method: String
+        var path: String
+        var summary: String
+        var authenticated = true
+        var request: String? = nil
+        var status = 200
+        var response: String? = nil
+        var query: [(name: String, description: String)] = []
+        var errors: [Int] = []
+    }
+
+    private static let items = "/v1/containers/{container}/items"
+    private static let table: [Operation] = [
+        Operation(
+            method: "GET", path: "/health", summary: "Whether the service is up", authenticated: false,
+            response: "Health"),
+        Operation(
+            method: "GET", path: "/metrics", summary: "Figures in Prometheus text format", authenticated: false,
+            response: "text"),
+        Operation(
+            method: "GET", path: "/openapi.json", summary: "This document", authenticated: false, response: "object"),
+        Operation(
+            method: "POST", path: "/v1/accounts", summary: "Create an account (when open registration is enabled)",
+            authenticated: false, request: "RegisterRequest", status: 201, response: "AccountInfo",
+            errors: [400, 403, 409]),
+        Operation(
+            method: "POST", path: "/v1/login", summary: "Sign a device in; returns its bearer token",
+            authenticated: false,
+            request: "LoginRequest", status: 201, response: "LoginResponse", errors: [400, 401]),
+        Operation(
+            method: "GET", path: "/v1/account", summary: "The signed-in account and its storage use",
+            response: "AccountInfo"),
+        Operation(method: "GET", path: "/v1/tokens", summary: "The account's device tokens", response: "TokenList"),
+        Operation(
+            method: "DELETE", path: "/v1/tokens/{token}", summary: "Revoke a device token", status: 204, errors: [404]),
+        Operation(
+            method: "GET", path: items, summary: "Every item of the container and the feed position they reflect",
+            response: "ItemListResponse", errors: [400, 403]),
+        Operation(
+            method: "POST", path: items, summary: "Create an item, optionally with its first version",
+            request: "CreateItemRequest", status: 201, response: "ItemResponse", errors: [400, 403, 409, 507]),
+        Operation(
+            method: "GET", path: items + "/{item}", summary: "An item and its kept versions", response: "ItemDetail",
+            errors: [404]),
+        Operation(
+            method: "PATCH", path: items + "/{item}", summary: "Rename or move an item (no content is uploaded)",
+            request: "MoveItemRequest", response: "ItemResponse", errors: [404, 409]),
+        Operation(
+            method: "DELETE", path: items + "/{item}", summary: "Delete an item, if basedOn is its current version",
+            response: "ItemResponse", query: [("basedOn", "the version the device last saw as current")],
+            errors: [404, 409]),
+        Operation(
+            method: "GET", path: items + "/{item}/versions", summary: "The item's kept versions, newest first",
+            response: "VersionList", errors: [404]),
+        Operation(
+            method: "POST", path: items + "/{item}/versions",
+            summary: "Commit a new version; a stale base makes a conflict version, identical content changes nothing",
+            request: "VersionRecord", status: 201, response: "ItemResponse", errors: [400, 404, 409]),
+        Operation(
+            method: "GET", path: items + "/{item}/versions/{version}", summary: "One version",
+            response: "VersionRecord",
+            errors: [404]),
+        Operation(
+            method: "DELETE", path: items + "/{item}/versions/{version}",
+            summary: "Remove a version that is not current",
+            response: "ItemResponse", errors: [404, 409]),
+        Operation(
+            method: "POST", path: items + "/{item}/versions/{version}/resolve",
+            summary: "Mark a conflict version resolved",
+            response: "ItemResponse", errors: [404, 409]),
+        Operation(
+            method: "POST", path: items + "/{item}/current", summary: "Make a chosen version current (replace)",
+            request: "ReplaceCurrentRequest", response: "ItemResponse", errors: [404, 409]),
+        Operation(
+            method: "POST", path: "/v1/containers/{container}/chunks/missing",
+            summary: "Which chunks the account lacks; refuses an upload that would exceed the quota",
+            request: "MissingChunksRequest", response: "MissingChunksResponse", errors: [400, 413, 507]),
+        Operation(
+            method: "PUT", path: "/v1/containers/{container}/chunks/{hash}",
+            summary: "Upload one chunk (binary body); stored only if its SHA-256 is the hash in the path",
+            request: "binary", status: 201, errors: [400, 413, 507]),
+        Operation(
+            method: "GET", path: "/v1/containers/{container}/chunks/{hash}", summary: "Download one chunk",
+            response: "binary", errors: [404]),
+        Operation(
+            method: "GET", path: "/v1/containers/{container}/changes", summary: "A page of the container's change feed",
+            response: "ChangePage",
+            query: [
+                ("since", "a token from an earlier page or list; omit to start at the beginning"),
+                ("limit", "the most changes to return (at most the service's page limit)"),
+            ],
+            errors: [400, 410]),
+        Operation(
+            method: "GET", path: "/v1/containers/{container}/kv",
+            summary: "The key-value store, or its writes since a token (removals included)",
+            response: "KeyValueChanges",
+            query: [("since", "a key-value token; omit for the whole store")], errors: [410]),
+        Operation(
+            method: "POST", path: "/v1/containers/{container}/kv",
+            summary: "Apply a batch of puts and removes, whole or not at all", request: "KeyValueBatch",
+            response: "KeyValueBatchResponse", errors: [400, 507]),
+        Operation(
+            method: "GET", path: "/v1/push",
+            summary: "WebSocket: send {type: subscribe, containers}; receive changed / keyValueChanged / heartbeat "
+                + "messages (PushMessage)", status: 101, response: "PushMessage"),
+    ]
+
+    private static func reference(_ name: String) -> [String: Any] {
+        switch name {
+        case "object": ["type": "object"]
+        case "text": ["type": "string"]
+        case "binary": ["type": "string", "format": "binary"]
+        default: ["$ref": "#/components/schemas/\(name)"]
+        }
+    }
+
+    private static func content(_ name: String) -> [String: Any] {
+        let type = name == "binary" ? "application/octet-stream" : name == "text" ? "text/plain" : "application/json"
+        return [type: ["schema": reference(name)]]
+    }
+
+    private static func document() -> [String: Any] {
+        var paths: [String: [String: Any]] = [:]
+        for operation in table {
+            var responses: [String: Any] = [
+                "\(operation.status)": ["description": "success"].merging(
+                    operation.response.map { ["content": content($0)] } ?? [:]
+                ) { first, _ in first }
+            ]
+            for status in operation.errors + (operation.authenticated ? [401] : []) {
+                responses["\(status)"] = ["description": "refused", "content": content("Error")]
+            }
+            var parameters: [[String: Any]] = operation.path.split(separator: "/").filter { $0.hasPrefix("{") }.map {
+                [
+                    "name": String($0.dropFirst().dropLast()), "in": "path", "required": true,
+                    "schema": ["type": "string"],
+                ]
+            }
+            parameters += operation.query.map {
+                [
+                    "name": $0.name, "in": "query", "required": false, "description": $0.description,
+                    "schema": ["type": "string"],
+                ]
+            }
+            var entry: [String: Any] = ["summary": operation.summary, "responses": responses, "parameters": parameters]
+            if let request = operation.request {
+                entry["requestBody"] = ["required": true, "content": content(request)]
+            }
+            if operation.authenticated { entry["security"] = [["bearer": [String]()]] }
+            paths[operation.path, default: [:]][operation.method.lowercased()] = entry
+        }
+        return [
+            "openapi": "3.1.0",
+            "info": [
+                "title": "Ubiquity sync service", "version": "1",
+                "description": "Accounts, items, versions and conflicts, chunks, change feed, push and key-value "
+                    + "store. Every error body is an Error with a stable code.",
+            ],
+            "paths": paths,
+            "components": [
+                "schemas": OpenAPISchemas.all, "securitySchemes": ["bearer": ["type": "http", "scheme": "bearer"]],
+            ],
+        ]
+    }
+}

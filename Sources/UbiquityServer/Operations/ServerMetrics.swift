@@ -1,0 +1,40 @@
+import Prometheus
+
+/// The service's figures, exposed at `GET /metrics` in Prometheus' text format.
+public struct ServerMetrics: Sendable {
+    /// The registry the figures live in (one per service, so several services in one process keep theirs apart).
+    public let registry = PrometheusCollectorRegistry()
+    let requests: Counter
+    let failures: Counter
+    let commits: Counter
+    let bytesIn: Counter
+    let bytesOut: Counter
+    let pushConnections: Gauge
+    let pushMessages: Counter
+
+    /// Creates the figures, all at zero.
+    public init() {
+        requests = registry.makeCounter(descriptor: Self.descriptor("http_requests", "total", "HTTP requests answered"))
+        failures = registry.makeCounter(
+            descriptor: Self.descriptor("http_errors", "total", "HTTP requests answered with an error"))
+        commits = registry.makeCounter(
+            descriptor: Self.descriptor(
+                "commits", "total", "item changes committed (versions, moves, deletes, resolutions)"))
+        bytesIn = registry.makeCounter(descriptor: Self.descriptor("chunk_bytes_in", "total", "chunk bytes received"))
+        bytesOut = registry.makeCounter(descriptor: Self.descriptor("chunk_bytes_out", "total", "chunk bytes sent"))
+        pushConnections = registry.makeGauge(
+            descriptor: Self.descriptor("push_connections", "", "open push connections"))
+        pushMessages = registry.makeCounter(descriptor: Self.descriptor("push_messages", "total", "push messages sent"))
+    }
+
+    private static func descriptor(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "ubiquity", metricName: name, unitName: unit, helpText: help)
+    }
+
+    /// The figures in Prometheus' text format.
+    public func exposition() -> String {
+        var buffer: [UInt8] = []
+        registry.emit(into: &buffer)
+        return String(decoding: buffer, as: UTF8.self)
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOSSL
+import ServiceLifecycle
+import UbiquityProtocol
+
+/// The sync service: the routes under `/v1`, push, and operations endpoints over a pair of storage drivers.
+///
+/// ```swift
+/// let service = try UbiquityService(configuration: ServerConfiguration(dataDirectory: dataURL))
+/// try await service.makeApplication().runService()   // until SIGINT or SIGTERM
+/// ```
+public struct UbiquityService: Sendable {
+    /// The configuration it runs with.
+    public let configuration: ServerConfiguration
+    /// Where metadata lives.
+    public let store: any MetadataStore
+    /// Where chunk bytes live.
+    public let chunks: any ChunkStore
+    /// The push fan-out.
+    public let hub: PushHub
+    /// The service's figures.
+    public let metrics: ServerMetrics
+    /// Every route the service answers (HTTP and WebSocket), as registered.
+    public let routes: [RouteSignature]
+    let logger: Logger
+
+    /// A service on the embedded default storage in `configuration.dataDirectory`: `ubiquity.sqlite` and
+    /// `chunks/`, both made when missing. Uploads a crash interrupted are cleared.
+    public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "ubiquity.server")) async throws {
+        try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
+        let store = try SQLiteMetadataStore(
+            path: configuration.dataDirectory.appendingPathComponent("ubiquity.sqlite").path,
+            retention: configuration.retention, durability: configuration.durability)
+        let chunks = try FileChunkStore(root: configuration.dataDirectory.appendingPathComponent("chunks"))
+        try await chunks.removeAbandonedUploads()
+        self.init(configuration: configuration, store: store, chunks: chunks, logger: logger)
+    }
+
+    /// A service on the given drivers.
+    public init(
+        configuration: ServerConfiguration, store: any MetadataStore, chunks: any ChunkStore,
+        logger: Logger = Logger(label: "ubiquity.server")
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.chunks = chunks
+        self.logger = logger
+        let hub = PushHub()
+        let metrics = ServerMetrics()
+        self.hub = hub
+        self.metrics = metrics
+        self.routes =
+            Self.routers(
+                for: RouteEnvironment(
+                    store: store, chunks: chunks, hub: hub, configuration: configuration, metrics: metrics)
+            ).routes
+    }
+
+    /// The routers of the service, and every route they hold.
+    private static func routers(for environment: RouteEnvironment) -> (
+        http: Router<ServerRequestContext>, push: Router<PushRequestContext>, routes: [RouteSignature]
+    ) {
+        let router = RecordingRouter(Router(context: ServerRequestContext.self))
+        router.add(middleware: MetricsMiddleware(metrics: environment.metrics))
+        router.add(middleware: ErrorMiddleware())
+        environment.addOperationsRoutes(to: router)
+        let v1 = router.group("v1")
+        environment.addOpenAccountRoutes(to: v1)
+        let authenticated = v1.add(middleware: AuthenticationMiddleware(store: environment.store))
+        environment.addAccountRoutes(to: authenticated)
+        environment.addItemRoutes(to: authenticated)
+        environment.addChunkRoutes(to: authenticated)
+        environment.addFeedRoutes(to: authenticated)
+
+        let pushRouter = RecordingRouter(Router(context: PushRequestContext.self))
+        pushRouter.add(middleware: ErrorMiddleware())
+        pushRouter.add(middleware: AuthenticationMiddleware(store: environment.store))
+        environment.addPushRoutes(to: pushRouter.group("v1"))
+        return (router.router, pushRouter.router, router.routes + pushRouter.routes)
+    }
+
+    /// The application serving the service on the configured host and port (TLS when configured).
+    /// - Parameter onServerRunning: Called with the listening channel (its `localAddress` has the real port).
+    public func makeApplication(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }) throws
+        -> some ApplicationProtocol
+    {
+        let routers = Self.routers(
+            for: RouteEnvironment(
+                store: store, chunks: chunks, hub: hub, configuration: configuration, metrics: metrics))
+        var server = HTTPServerBuilder.http1WebSocketUpgrade(
+            webSocketRouter: routers.push,
+            configuration: .init(ws: .init(maxFrameSize: 1 << 20, autoPing: .enabled(timePeriod: .seconds(30)))))
+        if let tls = configuration.tls {
+            let certificates = try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map {
+                NIOSSLCertificateSource.certificate($0)
+            }
+            let key = try NIOSSLPrivateKey(file: tls.privateKeyPath, format: .pem)
+            let tlsConfiguration = TLSConfiguration.makeServerConfiguration(
+                certificateChain: certificates, privateKey: .privateKey(key))
+            server = try .tls(server, tlsConfiguration: tlsConfiguration)
+        }
+        return Application(
+            router: routers.http, server: server,
+            configuration: .init(
+                address: .hostname(configuration.host, port: configuration.port), serverName: "ubiquity"),
+            onServerRunning: onServerRunning, logger: logger)
+    }
+
+    /// Makes an account from the operator's command line (`ubiquity server add-user`).
+    /// - Throws: ``ProtocolError/Code/invalidAccount`` or ``ProtocolError/Code/accountExists``.
+    public func addUser(name: String, password: String, quotaBytes: Int64?) async throws -> AccountRecord {
+        try Credentials.validate(name: name, password: password)
+        let hash = await Credentials.hash(password, cost: configuration.bcryptCost)
+        return try await store.createAccount(name: name, passwordHash: hash, quotaBytes: quotaBytes)
+    }
+}
