@@ -53,6 +53,8 @@ let package = Package(
                 "DocumentKit",
                 "UbiquityServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(

@@ -5,6 +5,6 @@ struct Ubiquity: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ubiquity",
         abstract: "Documents that save themselves and sync across your machines.",
-        subcommands: [DemoCommand.self]
+        subcommands: [DemoCommand.self, ServerCommand.self]
     )
 }

@@ -29,7 +29,9 @@ extension ProtocolError: HTTPResponseError {
     public var status: HTTPResponse.Status { code.httpStatus }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = try JSONEncoder().encode(self)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        let body = try encoder.encode(self)
         return Response(
             status: status, headers: [.contentType: "application/json"],
             body: .init(byteBuffer: ByteBuffer(bytes: body)))

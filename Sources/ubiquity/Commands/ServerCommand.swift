@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import Logging
+import UbiquityServer
+
+/// `ubiquity server`: run the sync service, and manage its accounts.
+struct ServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "server",
+        abstract: "Run the sync service (embedded SQLite and chunk store in one data directory).",
+        subcommands: [Serve.self, AddUser.self],
+        defaultSubcommand: Serve.self
+    )
+}
+
+/// The options every `ubiquity server` subcommand shares.
+struct DataDirectoryOptions: ParsableArguments {
+    @Option(help: "The data directory (database and chunks); made when missing.")
+    var data: String = Self.defaultDataDirectory
+
+    static var defaultDataDirectory: String {
+        let base =
+            ProcessInfo.processInfo.environment["XDG_DATA_HOME"]
+            ?? (NSHomeDirectory() as NSString).appendingPathComponent(".local/share")
+        return (base as NSString).appendingPathComponent("ubiquity-server")
+    }
+
+    var url: URL { URL(fileURLWithPath: data, isDirectory: true) }
+}
+
+extension ServerCommand {
+    /// `ubiquity server [serve]`: run until interrupted (SIGINT or SIGTERM), shutting down gracefully.
+    struct Serve: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "serve", abstract: "Run the service.")
+
+        @OptionGroup var storage: DataDirectoryOptions
+        @Option(help: "The address to listen on.") var host = "127.0.0.1"
+        @Option(help: "The port to listen on (0 picks a free one; the chosen one is printed).") var port = 8080
+        @Option(help: "A PEM certificate chain; serves HTTPS and WSS together with --tls-key.")
+        var tlsCertificate: String?
+        @Option(help: "The PEM private key of --tls-certificate.") var tlsKey: String?
+        @Flag(help: "Let anyone create an account with POST /v1/accounts.") var openRegistration = false
+        @Option(help: "The quota of registered accounts, in bytes.") var defaultQuota: Int64?
+        @Option(help: "The bcrypt cost of password hashes (4 to 31).") var bcryptCost: UInt8 = 12
+        @Option(help: "Days old versions are kept.") var retentionDays: Double = 30
+        @Option(help: "Old versions kept per item.") var retentionCount = 50
+        @Option(help: "Log level (trace, debug, info, notice, warning, error, critical).") var logLevel = "info"
+
+        func validate() throws {
+            guard (tlsCertificate == nil) == (tlsKey == nil) else {
+                throw ValidationError("--tls-certificate and --tls-key go together")
+            }
+            guard (4...31).contains(bcryptCost) else { throw ValidationError("--bcrypt-cost is 4 to 31") }
+            guard (0...65_535).contains(port) else { throw ValidationError("--port is 0 to 65535") }
+        }
+
+        func run() async throws {
+            var logger = Logger(label: "ubiquity.server")
+            logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+            var configuration = ServerConfiguration(
+                dataDirectory: storage.url, host: host, port: port, openRegistration: openRegistration,
+                defaultQuotaBytes: defaultQuota, bcryptCost: bcryptCost,
+                retention: VersionRetention(maximumCount: retentionCount, maximumAge: retentionDays * 86_400))
+            if let tlsCertificate, let tlsKey {
+                configuration.tls = .init(certificatePath: tlsCertificate, privateKeyPath: tlsKey)
+            }
+            let service = try await UbiquityService(configuration: configuration, logger: logger)
+            let address = "\(configuration.tls == nil ? "http" : "https")://\(host)"
+            let data = storage.data
+            let application = try service.makeApplication { channel in
+                let port = channel.localAddress?.port ?? 0
+                // Scripts and tests read the port from this line, so it goes out at once.
+                FileHandle.standardOutput.write(
+                    Data("ubiquity server listening on \(address):\(port) (data: \(data))\n".utf8))
+            }
+            try await application.runService()
+        }
+    }
+
+    /// `ubiquity server add-user NAME`: make an account; the password is read from standard input.
+    struct AddUser: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "add-user", abstract: "Create an account (password read from standard input).")
+
+        @OptionGroup var storage: DataDirectoryOptions
+        @Argument(help: "The account name.") var name: String
+        @Option(help: "The account's storage quota in bytes (default: unlimited).") var quota: Int64?
+        @Option(help: "The bcrypt cost of the password hash (4 to 31).") var bcryptCost: UInt8 = 12
+
+        func run() async throws {
+            guard let password = readLine(strippingNewline: true), !password.isEmpty else {
+                throw ValidationError("give the password on standard input")
+            }
+            let service = try await UbiquityService(
+                configuration: ServerConfiguration(dataDirectory: storage.url, bcryptCost: bcryptCost))
+            let account = try await service.addUser(name: name, password: password, quotaBytes: quota)
+            print("created account \(account.name) (\(account.id))")
+        }
+    }
+}
