@@ -46,6 +46,10 @@ struct Benchmark: Sendable {
         Benchmark(name: DocumentSaveBenchmark.name) { @MainActor in try await DocumentSaveBenchmark.run(in: $0) },
         Benchmark(name: PackageSaveBenchmark.name) { @MainActor in try await PackageSaveBenchmark.run(in: $0) },
         Benchmark(name: CoordinationBenchmark.name) { @MainActor in try CoordinationBenchmark.run(in: $0) },
+        Benchmark(name: ServerCommitBenchmark.name) { try await ServerCommitBenchmark.run(in: $0) },
+        Benchmark(name: ServerFeedBenchmark.name) { try await ServerFeedBenchmark.run(in: $0) },
+        Benchmark(name: ServerPushBenchmark.name) { try await ServerPushBenchmark.run(in: $0) },
+        Benchmark(name: ServerChunkBenchmark.name) { try await ServerChunkBenchmark.run(in: $0) },
     ]
 
     /// Runs the benchmark in a scratch directory under `parent`, which is removed afterwards whatever happens.

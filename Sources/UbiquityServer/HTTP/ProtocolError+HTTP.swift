@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import Synchronization
 import UbiquityProtocol
 
 extension ProtocolError.Code {
@@ -79,14 +80,56 @@ extension DecodingError {
 }
 
 /// Answers every failure with a ``ProtocolError`` body and its status; the one place errors become responses.
+///
+/// A path that a route serves with other methods gets ``ProtocolError/Code/methodNotAllowed`` (and an `Allow`
+/// header) rather than ``ProtocolError/Code/routeNotFound``.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    let catalog: RouteCatalog
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
         do {
             return try await next(request, context)
         } catch {
-            return try ProtocolError.mapping(error, logger: context.logger).response(from: request, context: context)
+            var failure = ProtocolError.mapping(error, logger: context.logger)
+            var allowed: [String] = []
+            if failure.code == .routeNotFound {
+                allowed = catalog.methods(serving: request.uri.path)
+                if allowed.contains(request.method.rawValue) {
+                    // Only the push route is served for this method and path: it was asked for without an upgrade.
+                    allowed = []
+                    failure = ProtocolError(
+                        .malformedRequest, "\(request.uri.path) is a WebSocket; connect with Upgrade: websocket")
+                } else if !allowed.isEmpty {
+                    failure = ProtocolError(
+                        .methodNotAllowed,
+                        "\(request.method) is not served here; use \(allowed.joined(separator: ", "))")
+                }
+            }
+            var response = try failure.response(from: request, context: context)
+            if !allowed.isEmpty { response.headers[.allow] = allowed.joined(separator: ", ") }
+            return response
         }
+    }
+}
+
+/// The routes a service registered, to tell a wrong method from a wrong path.
+final class RouteCatalog: Sendable {
+    private let routes = Mutex<[RouteSignature]>([])
+
+    /// Records the routes once they are all registered.
+    func set(_ routes: [RouteSignature]) { self.routes.withLock { $0 = routes } }
+
+    /// The methods of the routes whose template matches `path` (`{parameter}` matches any one segment).
+    func methods(serving path: String) -> [String] {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        return routes.withLock { routes in
+            routes.filter { route in
+                let template = route.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+                return template.count == segments.count
+                    && zip(template, segments).allSatisfy { $0.hasPrefix("{") ? !$1.isEmpty : $0 == $1 }
+            }.map(\.method)
+        }.sorted()
     }
 }

@@ -15,6 +15,15 @@ extension RouteEnvironment {
         }
     }
 
+    /// `GET /v1/push` without an upgrade (or whose upgrade was refused) on the HTTP side: after authentication, a
+    /// clear refusal instead of a missing route.
+    func addPushFallbackRoute(to router: some RouterMethods<ServerRequestContext>) {
+        router.get("push") { _, context -> Response in
+            _ = try context.requireIdentity()
+            throw ProtocolError(.malformedRequest, "/v1/push is a WebSocket; connect with Upgrade: websocket")
+        }
+    }
+
     /// Runs one push connection until the device closes it.
     private func serve(
         _ identity: DeviceTokenRecord, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter

@@ -66,9 +66,10 @@ public struct UbiquityService: Sendable {
     private static func routers(for environment: RouteEnvironment) -> (
         http: Router<ServerRequestContext>, push: Router<PushRequestContext>, routes: [RouteSignature]
     ) {
+        let catalog = RouteCatalog()
         let router = RecordingRouter(Router(context: ServerRequestContext.self))
         router.add(middleware: MetricsMiddleware(metrics: environment.metrics))
-        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: ErrorMiddleware(catalog: catalog))
         environment.addOperationsRoutes(to: router)
         let v1 = router.group("v1")
         environment.addOpenAccountRoutes(to: v1)
@@ -77,11 +78,13 @@ public struct UbiquityService: Sendable {
         environment.addItemRoutes(to: authenticated)
         environment.addChunkRoutes(to: authenticated)
         environment.addFeedRoutes(to: authenticated)
+        environment.addPushFallbackRoute(to: authenticated)
 
         let pushRouter = RecordingRouter(Router(context: PushRequestContext.self))
-        pushRouter.add(middleware: ErrorMiddleware())
+        pushRouter.add(middleware: ErrorMiddleware(catalog: catalog))
         pushRouter.add(middleware: AuthenticationMiddleware(store: environment.store))
         environment.addPushRoutes(to: pushRouter.group("v1"))
+        catalog.set(router.routes + pushRouter.routes)
         return (router.router, pushRouter.router, router.routes + pushRouter.routes)
     }
 

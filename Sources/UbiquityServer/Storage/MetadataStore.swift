@@ -53,7 +53,8 @@ public protocol MetadataStore: Sendable {
     func deleteItem(_ id: ItemID, basedOn: VersionID?, in container: ContainerKey) async throws -> ItemResponse
     /// Marks a conflict version resolved.
     func markResolved(_ version: VersionID, of item: ItemID, in container: ContainerKey) async throws -> ItemResponse
-    /// Removes a version that is not current.
+    /// Removes a version that is not current. Chunks no kept version uses any more (here or when retention prunes
+    /// history) stop counting against the account's quota and are no longer reported present.
     func removeVersion(_ version: VersionID, of item: ItemID, in container: ContainerKey) async throws -> ItemResponse
     /// Makes a version current.
     func replaceCurrent(with version: VersionID, of item: ItemID, in container: ContainerKey) async throws
@@ -65,7 +66,7 @@ public protocol MetadataStore: Sendable {
 
     // MARK: Change feed
 
-    /// The changes after `since` (from the start without it), at most `limit`.
+    /// The changes after `since` (from the start without it), at most `limit` (and at most 100,000).
     /// - Throws: ``ProtocolError/Code/changeTokenExpired`` for a token this container's feed did not give.
     func changes(in container: ContainerKey, since: ChangeToken?, limit: Int) async throws -> ChangePage
 

@@ -12,11 +12,20 @@ extension RouteEnvironment {
                 throw ProtocolError(
                     .bodyTooLarge, "at most \(configuration.limits.chunksPerRequest) chunks may be asked about at once")
             }
+            let limit = configuration.limits.chunkBytes
+            if let bad = body.chunks.first(where: { !(0...Int64(limit)).contains($0.size) }) {
+                throw ProtocolError(
+                    .malformedRequest, "chunk \(bad.hash) has size \(bad.size); a chunk is 0 to \(limit) bytes")
+            }
             let missing = try await store.missingChunks(body.chunks.map(\.hash), of: container.account)
             let missingSet = Set(missing)
             var sizes: [ChunkHash: Int64] = [:]
             for chunk in body.chunks where missingSet.contains(chunk.hash) { sizes[chunk.hash] = chunk.size }
-            try await checkQuota(adding: sizes.values.reduce(0, +), for: container.account)
+            let total = sizes.values.reduce(Int64(0)) { sum, size in
+                let (next, overflow) = sum.addingReportingOverflow(size)
+                return overflow ? .max : next
+            }
+            try await checkQuota(adding: total, for: container.account)
             return try json(MissingChunksResponse(missing: missing))
         }
         router.put("containers/{container}/chunks/{hash}") { request, context -> Response in
@@ -39,6 +48,7 @@ extension RouteEnvironment {
                     }
                     try buffer.withUnsafeReadableBytes { try upload.write($0) }
                 }
+                if declared == nil { try await checkQuota(adding: upload.byteCount, for: container.account) }
                 try await upload.finish(expecting: hash)
             } catch {
                 upload.cancel()
@@ -73,10 +83,11 @@ extension RouteEnvironment {
         guard bytes > 0, let record = try await store.account(id: account), let quota = record.quotaBytes else {
             return
         }
-        guard record.usedBytes + bytes <= quota else {
+        let (total, overflow) = record.usedBytes.addingReportingOverflow(bytes)
+        guard !overflow, total <= quota else {
             throw ProtocolError(
                 .quotaExceeded,
-                "storing \(bytes) more bytes would take the account to \(record.usedBytes + bytes) of its "
+                "storing \(bytes) more bytes would take the account over its "
                     + "\(quota)-byte quota; nothing was accepted")
         }
     }

@@ -5,13 +5,14 @@ import UbiquityProtocol
 extension SQLiteMetadataStore {
     public func createAccount(name: String, passwordHash: String, quotaBytes: Int64?) async throws -> AccountRecord {
         let account = AccountRecord(
-            id: AccountID(), name: name, passwordHash: passwordHash, quotaBytes: quotaBytes, createdAt: clock())
-        try await pool.write { db in
+            id: AccountID(), name: name, passwordHash: passwordHash, quotaBytes: quotaBytes,
+            createdAt: Self.date(Self.microseconds(clock())))
+        try await committer.write { db in
             let key = AccountRecord.nameKey(name)
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM account WHERE name_key = ?", arguments: [key]) != nil {
+            if try db.fetchOne(Bool.self, sql: "SELECT 1 FROM account WHERE name_key = ?", arguments: [key]) != nil {
                 throw ProtocolError(.accountExists, "an account named \"\(name)\" exists already")
             }
-            try db.execute(
+            try db.run(
                 sql: """
                     INSERT INTO account (id, name, name_key, password_hash, quota_bytes, created_at)
                     VALUES (?, ?, ?, ?, ?, ?)
@@ -25,8 +26,8 @@ extension SQLiteMetadataStore {
 
     public func account(named name: String) async throws -> AccountRecord? {
         try await pool.read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT * FROM account WHERE name_key = ?", arguments: [AccountRecord.nameKey(name)]
+            try db.fetchRow(
+                sql: "SELECT * FROM account WHERE name_key = ?", arguments: [AccountRecord.nameKey(name)]
             )
             .map(Self.account(from:))
         }
@@ -34,21 +35,21 @@ extension SQLiteMetadataStore {
 
     public func account(id: AccountID) async throws -> AccountRecord? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM account WHERE id = ?", arguments: [id.string])
+            try db.fetchRow(sql: "SELECT * FROM account WHERE id = ?", arguments: [id.string])
                 .map(Self.account(from:))
         }
     }
 
     public func setQuota(_ bytes: Int64?, of account: AccountID) async throws {
-        try await pool.write { db in
-            try db.execute(sql: "UPDATE account SET quota_bytes = ? WHERE id = ?", arguments: [bytes, account.string])
+        try await committer.write { db in
+            try db.run(sql: "UPDATE account SET quota_bytes = ? WHERE id = ?", arguments: [bytes, account.string])
         }
     }
 
     public func insertToken(_ token: DeviceTokenRecord) async throws {
         let containers = try token.info.containers.map { try Self.encode($0) }
-        try await pool.write { db in
-            try db.execute(
+        try await committer.write { db in
+            try db.run(
                 sql: """
                     INSERT INTO device_token (id, account_id, secret_hash, device_id, device_name, containers,
                         created_at, revoked_at)
@@ -64,28 +65,28 @@ extension SQLiteMetadataStore {
 
     public func token(secretHash: [UInt8]) async throws -> DeviceTokenRecord? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM device_token WHERE secret_hash = ?", arguments: [Data(secretHash)])
+            try db.fetchRow(sql: "SELECT * FROM device_token WHERE secret_hash = ?", arguments: [Data(secretHash)])
                 .map(Self.token(from:))
         }
     }
 
     public func tokens(of account: AccountID) async throws -> [DeviceTokenRecord] {
         try await pool.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM device_token WHERE account_id = ? ORDER BY created_at, id",
+            try db.fetchRows(
+                sql: "SELECT * FROM device_token WHERE account_id = ? ORDER BY created_at, id",
                 arguments: [account.string]
             ).map(Self.token(from:))
         }
     }
 
     public func revokeToken(_ id: UUID, of account: AccountID, at date: Date) async throws -> Bool {
-        try await pool.write { db in
+        try await committer.write { db in
             let exists =
-                try Bool.fetchOne(
-                    db, sql: "SELECT 1 FROM device_token WHERE id = ? AND account_id = ?",
+                try db.fetchOne(
+                    Bool.self, sql: "SELECT 1 FROM device_token WHERE id = ? AND account_id = ?",
                     arguments: [id.uuidString.lowercased(), account.string]) != nil
             guard exists else { return false }
-            try db.execute(
+            try db.run(
                 sql: "UPDATE device_token SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 arguments: [Self.microseconds(date), id.uuidString.lowercased()])
             return true

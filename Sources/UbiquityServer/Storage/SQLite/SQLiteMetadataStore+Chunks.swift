@@ -8,33 +8,33 @@ extension SQLiteMetadataStore {
 
     public func chunkSize(_ hash: ChunkHash, of account: AccountID) async throws -> Int64? {
         try await pool.read { db in
-            try Int64.fetchOne(
-                db, sql: "SELECT size FROM chunk WHERE account_id = ? AND hash = ?",
+            try db.fetchOne(
+                Int64.self, sql: "SELECT size FROM chunk WHERE account_id = ? AND hash = ?",
                 arguments: [account.string, hash.string])
         }
     }
 
     public func addChunk(_ chunk: ChunkReference, to account: AccountID) async throws -> Bool {
-        try await pool.write { db in
-            let known = try Bool.fetchOne(
-                db, sql: "SELECT 1 FROM chunk WHERE account_id = ? AND hash = ?",
+        try await committer.write { db in
+            let known = try db.fetchOne(
+                Bool.self, sql: "SELECT 1 FROM chunk WHERE account_id = ? AND hash = ?",
                 arguments: [account.string, chunk.hash.string])
             if known != nil { return false }
             guard
-                let row = try Row.fetchOne(
-                    db, sql: "SELECT quota_bytes, used_bytes FROM account WHERE id = ?", arguments: [account.string])
+                let row = try db.fetchRow(
+                    sql: "SELECT quota_bytes, used_bytes FROM account WHERE id = ?", arguments: [account.string])
             else { throw ProtocolError(.unauthorized, "the account no longer exists") }
             let used: Int64 = row["used_bytes"]
-            if let quota: Int64 = row["quota_bytes"], used + chunk.size > quota {
+            if let quota: Int64 = row["quota_bytes"], chunk.size > quota - used {
                 throw ProtocolError(
                     .quotaExceeded,
-                    "storing \(chunk.size) more bytes would take the account to \(used + chunk.size) of its "
-                        + "\(quota)-byte quota")
+                    "storing \(chunk.size) more bytes would take the account over its \(quota)-byte quota "
+                        + "(\(used) used)")
             }
-            try db.execute(
+            try db.run(
                 sql: "INSERT INTO chunk (account_id, hash, size) VALUES (?, ?, ?)",
                 arguments: [account.string, chunk.hash.string, chunk.size])
-            try db.execute(
+            try db.run(
                 sql: "UPDATE account SET used_bytes = used_bytes + ? WHERE id = ?",
                 arguments: [chunk.size, account.string])
             return true
@@ -51,8 +51,8 @@ extension SQLiteMetadataStore {
             let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
             let arguments = StatementArguments([account.string] + batch.map(\.string))
             present.formUnion(
-                try String.fetchAll(
-                    db, sql: "SELECT hash FROM chunk WHERE account_id = ? AND hash IN (\(marks))",
+                try db.fetchAll(
+                    String.self, sql: "SELECT hash FROM chunk WHERE account_id = ? AND hash IN (\(marks))",
                     arguments: arguments))
         }
         return unique.filter { !present.contains($0.string) }

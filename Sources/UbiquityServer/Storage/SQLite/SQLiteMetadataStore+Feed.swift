@@ -12,8 +12,7 @@ extension SQLiteMetadataStore {
 
     /// The container's state, made on first use when `create` is set.
     static func containerState(_ key: ContainerKey, in db: Database, create: Bool) throws -> ContainerState? {
-        let row = try Row.fetchOne(
-            db,
+        let row = try db.fetchRow(
             sql: "SELECT epoch, feed_sequence, kv_sequence FROM container WHERE account_id = ? AND container_id = ?",
             arguments: [key.account.string, key.container.string])
         if let row {
@@ -22,7 +21,7 @@ extension SQLiteMetadataStore {
         }
         guard create else { return nil }
         let epoch = String(UUID().uuidString.lowercased().filter { $0 != "-" }.prefix(16))
-        try db.execute(
+        try db.run(
             sql: "INSERT INTO container (account_id, container_id, epoch) VALUES (?, ?, ?)",
             arguments: [key.account.string, key.container.string, epoch])
         return ContainerState(epoch: epoch, feedSequence: 0, keyValueSequence: 0)
@@ -33,12 +32,12 @@ extension SQLiteMetadataStore {
         var state = try containerState(key, in: db, create: true)!
         for change in changes {
             state.feedSequence += 1
-            try db.execute(
+            try db.run(
                 sql: "INSERT INTO change (account_id, container_id, sequence, body) VALUES (?, ?, ?, ?)",
                 arguments: [key.account.string, key.container.string, state.feedSequence, try encode(change)])
         }
         if !changes.isEmpty {
-            try db.execute(
+            try db.run(
                 sql: "UPDATE container SET feed_sequence = ? WHERE account_id = ? AND container_id = ?",
                 arguments: [state.feedSequence, key.account.string, key.container.string])
         }
@@ -60,14 +59,14 @@ extension SQLiteMetadataStore {
                 try since.map {
                     try FeedToken($0, feed: .changes, epoch: state.epoch, latest: state.feedSequence).sequence
                 } ?? 0
-            let rows = try Row.fetchAll(
-                db,
+            let pageSize = min(max(1, limit), 100_000)
+            let rows = try db.fetchRows(
                 sql: """
                     SELECT sequence, body FROM change WHERE account_id = ? AND container_id = ? AND sequence > ?
                     ORDER BY sequence LIMIT ?
                     """,
-                arguments: [container.account.string, container.container.string, start, max(1, limit) + 1])
-            let page = rows.prefix(max(1, limit))
+                arguments: [container.account.string, container.container.string, start, pageSize + 1])
+            let page = rows.prefix(pageSize)
             let changes = try page.map { try Self.decode(Change.self, $0["body"]) }
             let last: Int64 = page.last?["sequence"] ?? start
             return ChangePage(

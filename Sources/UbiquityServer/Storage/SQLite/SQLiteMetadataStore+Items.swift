@@ -22,7 +22,7 @@ extension SQLiteMetadataStore {
         }
         let now = clock()
         let retention = retention
-        return try await pool.write { db in
+        return try await committer.write { db in
             if let existing = try Self.load(request.id, in: container, db: db) {
                 guard existing.record.path == request.path, existing.record.kind == request.kind else {
                     throw ProtocolError(
@@ -52,7 +52,7 @@ extension SQLiteMetadataStore {
     public func commit(_ version: VersionRecord, in container: ContainerKey) async throws -> ItemResponse {
         let now = clock()
         let retention = retention
-        return try await pool.write { db in
+        return try await committer.write { db in
             let item = try Self.loadExisting(version.itemID, in: container, db: db)
             try Self.check(version, fits: item.record.kind, of: item.record.id)
             return try Self.commit(version, to: item, in: container, db: db, retention: retention, now: now)
@@ -107,8 +107,8 @@ extension SQLiteMetadataStore {
 
     public func items(in container: ContainerKey) async throws -> ItemListResponse {
         try await pool.read { db in
-            let rows = try Row.fetchAll(
-                db, sql: "SELECT * FROM item WHERE account_id = ? AND container_id = ? ORDER BY path, item_id",
+            let rows = try db.fetchRows(
+                sql: "SELECT * FROM item WHERE account_id = ? AND container_id = ? ORDER BY path, item_id",
                 arguments: [container.account.string, container.container.string])
             return ItemListResponse(
                 items: try rows.map(Self.record(from:)), token: try Self.feedToken(container, in: db))
@@ -121,7 +121,7 @@ extension SQLiteMetadataStore {
     private func update(
         _ id: ItemID, in container: ContainerKey, _ body: @escaping @Sendable (inout StoredItem) throws -> ItemChange
     ) async throws -> ItemResponse {
-        try await pool.write { db in
+        try await committer.write { db in
             let before = try Self.loadExisting(id, in: container, db: db)
             var item = before
             let change = try body(&item)
@@ -143,8 +143,10 @@ extension SQLiteMetadataStore {
         _ version: VersionRecord, to item: inout StoredItem, in container: ContainerKey, db: Database,
         retention: VersionRetention, now: Date
     ) throws -> ItemChange {
-        if let row = try Row.fetchOne(
-            db, sql: "SELECT item_id, record FROM version WHERE account_id = ? AND version_id = ?",
+        var version = version
+        version.modificationDate = date(microseconds(version.modificationDate))  // as the wire and the table hold it
+        if let row = try db.fetchRow(
+            sql: "SELECT item_id, record FROM version WHERE account_id = ? AND version_id = ?",
             arguments: [container.account.string, version.id.string])
         {
             let existing = try decode(VersionRecord.self, row["record"])
@@ -199,7 +201,7 @@ extension SQLiteMetadataStore {
         if !record.isDeleted, !wasLive || moved {
             try claim(record.path, kind: record.kind, for: record.id, in: container, db: db)
         }
-        try db.execute(
+        try db.run(
             sql: """
                 INSERT OR REPLACE INTO item
                     (account_id, container_id, item_id, path, path_key, kind, current_version, is_deleted)
@@ -211,7 +213,7 @@ extension SQLiteMetadataStore {
             ])
         let old = before?.versions.versions ?? [:]
         for (id, version) in item.versions.versions where old[id] != version {
-            try db.execute(
+            try db.run(
                 sql: """
                     INSERT OR REPLACE INTO version (account_id, version_id, container_id, item_id, record)
                     VALUES (?, ?, ?, ?, ?)
@@ -220,14 +222,47 @@ extension SQLiteMetadataStore {
                     container.account.string, id.string, container.container.string, record.id.string,
                     try encode(version),
                 ])
+            if old[id] == nil { try reference(version, of: container.account, db: db) }
         }
-        for id in old.keys where item.versions.versions[id] == nil {
-            try db.execute(
+        for (id, version) in old where item.versions.versions[id] == nil {
+            try db.run(
                 sql: "DELETE FROM version WHERE account_id = ? AND version_id = ?",
                 arguments: [container.account.string, id.string])
+            try release(version, of: container.account, db: db)
         }
         let token = try append(change.changes, to: container, in: db)
         return ItemResponse(item: record, outcome: change.outcome, version: change.version, token: token)
+    }
+
+    /// Records which chunks a new version uses.
+    private static func reference(_ version: VersionRecord, of account: AccountID, db: Database) throws {
+        for hash in Set(version.manifest.chunks.map(\.hash)) {
+            try db.run(
+                sql: "INSERT OR IGNORE INTO version_chunk (account_id, version_id, hash) VALUES (?, ?, ?)",
+                arguments: [account.string, version.id.string, hash.string])
+        }
+    }
+
+    /// Drops a removed version's chunk references; a chunk no version uses any more stops counting against the
+    /// quota and is forgotten (a later upload of the same bytes stores it again).
+    private static func release(_ version: VersionRecord, of account: AccountID, db: Database) throws {
+        try db.run(
+            sql: "DELETE FROM version_chunk WHERE account_id = ? AND version_id = ?",
+            arguments: [account.string, version.id.string])
+        for hash in Set(version.manifest.chunks.map(\.hash)) {
+            let used = try db.fetchOne(
+                Bool.self, sql: "SELECT 1 FROM version_chunk WHERE account_id = ? AND hash = ? LIMIT 1",
+                arguments: [account.string, hash.string])
+            guard used == nil,
+                let size = try db.fetchOne(
+                    Int64.self, sql: "SELECT size FROM chunk WHERE account_id = ? AND hash = ?",
+                    arguments: [account.string, hash.string])
+            else { continue }
+            try db.run(
+                sql: "DELETE FROM chunk WHERE account_id = ? AND hash = ?", arguments: [account.string, hash.string])
+            try db.run(
+                sql: "UPDATE account SET used_bytes = used_bytes - ? WHERE id = ?", arguments: [size, account.string])
+        }
     }
 
     private static func loadExisting(_ id: ItemID, in container: ContainerKey, db: Database) throws -> StoredItem {
@@ -240,13 +275,13 @@ extension SQLiteMetadataStore {
     private static func load(_ id: ItemID, in container: ContainerKey, db: Database) throws -> StoredItem? {
         let arguments: StatementArguments = [container.account.string, container.container.string, id.string]
         guard
-            let row = try Row.fetchOne(
-                db, sql: "SELECT * FROM item WHERE account_id = ? AND container_id = ? AND item_id = ?",
+            let row = try db.fetchRow(
+                sql: "SELECT * FROM item WHERE account_id = ? AND container_id = ? AND item_id = ?",
                 arguments: arguments)
         else { return nil }
         let record = try record(from: row)
-        let versions = try String.fetchAll(
-            db, sql: "SELECT record FROM version WHERE account_id = ? AND container_id = ? AND item_id = ?",
+        let versions = try db.fetchAll(
+            String.self, sql: "SELECT record FROM version WHERE account_id = ? AND container_id = ? AND item_id = ?",
             arguments: arguments
         ).map { try decode(VersionRecord.self, $0) }
         return StoredItem(

@@ -6,7 +6,7 @@ extension SQLiteMetadataStore {
     public func applyKeyValues(
         _ writes: [KeyValueWrite], from device: DeviceID, in container: ContainerKey, limits: KeyValueLimits
     ) async throws -> KeyValueBatchResponse {
-        try await pool.write { db in
+        try await committer.write { db in
             let state = try Self.containerState(container, in: db, create: true)!
             var store = KeyValueStoreState(
                 limits: limits, entries: try Self.keyValueEntries(container, after: 0, in: db),
@@ -16,7 +16,7 @@ extension SQLiteMetadataStore {
                 writes.map { KeyValueStoreState.Write(key: $0.key, value: $0.value, timestamp: $0.timestamp) },
                 from: device)
             for (key, entry) in store.changes(since: before) {
-                try db.execute(
+                try db.run(
                     sql: """
                         INSERT OR REPLACE INTO kv_entry
                             (account_id, container_id, key, value, timestamp, device_id, sequence)
@@ -27,7 +27,7 @@ extension SQLiteMetadataStore {
                         Self.microseconds(entry.timestamp), entry.device.string, Int64(entry.sequence),
                     ])
             }
-            try db.execute(
+            try db.run(
                 sql: "UPDATE container SET kv_sequence = ? WHERE account_id = ? AND container_id = ?",
                 arguments: [Int64(store.sequence), container.account.string, container.container.string])
             let token = FeedToken(feed: .keyValues, epoch: state.epoch, sequence: Int64(store.sequence)).token
@@ -58,8 +58,7 @@ extension SQLiteMetadataStore {
     private static func keyValueEntries(_ container: ContainerKey, after sequence: Int64, in db: Database) throws
         -> [String: KeyValueStoreState.Entry]
     {
-        let rows = try Row.fetchAll(
-            db,
+        let rows = try db.fetchRows(
             sql: """
                 SELECT key, value, timestamp, device_id, sequence FROM kv_entry
                 WHERE account_id = ? AND container_id = ? AND sequence > ?

@@ -37,7 +37,7 @@ extension SQLiteMetadataStore {
             }
         }
         for ancestor in path.ancestors {
-            try db.execute(
+            try db.run(
                 sql: """
                     INSERT INTO folder (account_id, container_id, path_key, path, item_count) VALUES (?, ?, ?, ?, 1)
                     ON CONFLICT (account_id, container_id, path_key) DO UPDATE SET item_count = item_count + 1
@@ -50,12 +50,12 @@ extension SQLiteMetadataStore {
     static func release(_ path: ItemPath, in key: ContainerKey, db: Database) throws {
         for ancestor in path.ancestors {
             let arguments: StatementArguments = [key.account.string, key.container.string, ancestor.collisionKey]
-            try db.execute(
+            try db.run(
                 sql: """
                     UPDATE folder SET item_count = item_count - 1
                     WHERE account_id = ? AND container_id = ? AND path_key = ?
                     """, arguments: arguments)
-            try db.execute(
+            try db.run(
                 sql:
                     "DELETE FROM folder WHERE account_id = ? AND container_id = ? AND path_key = ? AND item_count <= 0",
                 arguments: arguments)
@@ -65,8 +65,7 @@ extension SQLiteMetadataStore {
     private static func liveItem(key pathKey: String, in key: ContainerKey, db: Database) throws -> (
         id: String, path: String, kind: String
     )? {
-        try Row.fetchOne(
-            db,
+        try db.fetchRow(
             sql: """
                 SELECT item_id, path, kind FROM item
                 WHERE account_id = ? AND container_id = ? AND path_key = ? AND is_deleted = 0
@@ -76,8 +75,8 @@ extension SQLiteMetadataStore {
     }
 
     private static func folderPath(key pathKey: String, in key: ContainerKey, db: Database) throws -> String? {
-        try String.fetchOne(
-            db, sql: "SELECT path FROM folder WHERE account_id = ? AND container_id = ? AND path_key = ?",
+        try db.fetchOne(
+            String.self, sql: "SELECT path FROM folder WHERE account_id = ? AND container_id = ? AND path_key = ?",
             arguments: [key.account.string, key.container.string, pathKey])
     }
 }

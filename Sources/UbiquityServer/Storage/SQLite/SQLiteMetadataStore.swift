@@ -18,6 +18,7 @@ public struct SQLiteMetadataStore: MetadataStore {
     }
 
     let pool: DatabasePool
+    let committer: GroupCommitter
     let retention: VersionRetention
     let clock: @Sendable () -> Date
 
@@ -38,6 +39,7 @@ public struct SQLiteMetadataStore: MetadataStore {
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
+        committer = GroupCommitter(writer: pool)
         self.retention = retention
         self.clock = clock
         try Self.migrator.migrate(pool)
@@ -80,6 +82,10 @@ public struct SQLiteMetadataStore: MetadataStore {
                         item_id TEXT NOT NULL, record TEXT NOT NULL,
                         PRIMARY KEY (account_id, version_id)) WITHOUT ROWID;
                     CREATE INDEX version_item ON version(account_id, container_id, item_id);
+                    CREATE TABLE version_chunk (
+                        account_id TEXT NOT NULL, version_id TEXT NOT NULL, hash TEXT NOT NULL,
+                        PRIMARY KEY (account_id, version_id, hash)) WITHOUT ROWID;
+                    CREATE INDEX version_chunk_hash ON version_chunk(account_id, hash);
                     CREATE TABLE change (
                         account_id TEXT NOT NULL, container_id TEXT NOT NULL, sequence INTEGER NOT NULL,
                         body TEXT NOT NULL,
@@ -96,14 +102,19 @@ public struct SQLiteMetadataStore: MetadataStore {
 
     /// The JSON coders for stored records (sorted keys, so equal records store equal text).
     static func encode(_ value: some Encodable) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+        String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
-        try JSONDecoder().decode(type, from: Data(text.utf8))
+        try decoder.decode(type, from: Data(text.utf8))
     }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+    private static let decoder = JSONDecoder()
 
     static func microseconds(_ date: Date) -> Int64 { WireTimestamp.microseconds(of: date) }
     static func date(_ microseconds: Int64) -> Date { WireTimestamp.date(microseconds: microseconds) }

@@ -1,0 +1,88 @@
+import Foundation
+import NIOCore
+import UbiquityProtocol
+import UbiquityServer
+
+/// `server.commits`: small items committed per second on the embedded default — over HTTP on loopback with
+/// several concurrent devices' worth of requests, and straight into the store (the ceiling HTTP is measured
+/// against).
+enum ServerCommitBenchmark {
+    static let name = "server.commits"
+
+    static func run(in scratch: URL) async throws {
+        let server = try await BenchServer.start(in: scratch.appendingPathComponent("data"), connections: 8)
+        let chunk = try await server.upload(ByteBuffer(bytes: noiseBytes(count: 1024, seed: 1)))
+        let contentHash = chunk.hash
+        let count = 4000
+        let concurrency = 8
+
+        func version(of item: ItemID) -> VersionRecord {
+            VersionRecord(
+                id: VersionID(), itemID: item, manifest: .file([chunk]), contentHash: contentHash,
+                modificationDate: Date(), savingDevice: server.device)
+        }
+
+        // Warm-up.
+        for index in 0..<200 {
+            let id = ItemID()
+            try await server.send(
+                .POST, server.url("items"),
+                json: CreateItemRequest(
+                    id: id, path: try ItemPath("warm/\(index)"), kind: .file, version: version(of: id)))
+        }
+
+        let clock = ContinuousClock()
+        let overHTTP = try await clock.measure {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<concurrency {
+                    group.addTask {
+                        for index in stride(from: lane, to: count, by: concurrency) {
+                            let id = ItemID()
+                            let request = CreateItemRequest(
+                                id: id, path: try ItemPath("Documents/http/\(index).txt"), kind: .file,
+                                version: version(of: id))
+                            try await server.send(.POST, server.url("items"), json: request)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+
+        let key = ContainerKey(account: try await account(server), container: server.container)
+        let direct = try await clock.measure {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<concurrency {
+                    group.addTask {
+                        for index in stride(from: lane, to: count, by: concurrency) {
+                            let id = ItemID()
+                            let request = CreateItemRequest(
+                                id: id, path: try ItemPath("Documents/store/\(index).txt"), kind: .file,
+                                version: version(of: id))
+                            _ = try await server.service.store.createItem(request, in: key)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        try await server.stop()
+
+        let httpRate = Double(count) / seconds(overHTTP)
+        let storeRate = Double(count) / seconds(direct)
+        BenchOutput.figure(
+            bench: name, case: "small item, HTTP, 8 concurrent", metric: "commits_per_second", value: httpRate)
+        BenchOutput.figure(bench: name, case: "small item, store only", metric: "commits_per_second", value: storeRate)
+        BenchOutput.figure(
+            bench: name, case: "small item", metric: "http_share_of_store_rate", value: httpRate / storeRate)
+    }
+
+    static func account(_ server: BenchServer) async throws -> AccountID {
+        try JSONDecoder().decode(AccountInfo.self, from: try await server.send(.GET, server.base + "/v1/account")).id
+    }
+}
+
+/// A duration in seconds.
+func seconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
