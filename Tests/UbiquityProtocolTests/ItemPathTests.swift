@@ -86,6 +86,14 @@ struct ItemPathTests {
         #expect(try ItemPath("Documents/Café.txt") != ItemPath("documents/café.txt"), "paths themselves keep case")
     }
 
+    @Test("the ASCII fast path of collision keys agrees with full Unicode case folding")
+    func asciiCollisionKeys() {
+        let printable = String(decoding: (0x20...0x7E).map { UInt8($0) }, as: UTF8.self)
+        let folded = printable.folding(options: [.caseInsensitive], locale: nil).precomposedStringWithCanonicalMapping
+        #expect(ItemPath.collisionKey(of: printable) == folded)
+        #expect(ItemPath.collisionKey(of: "Documents/ÅNGSTRÖM") == ItemPath.collisionKey(of: "documents/ångström"))
+    }
+
     @Test("components, name, parent, documents scope")
     func accessors() throws {
         let path = try ItemPath("Documents/Trip/List.grocery")

@@ -49,7 +49,7 @@ public struct ItemPath: Hashable, Comparable, Sendable, Codable, CustomStringCon
         guard !string.unicodeScalars.contains(where: Self.isControl) else {
             throw refuse(.pathControlCharacter, "contains a control character")
         }
-        let normalized = string.precomposedStringWithCanonicalMapping
+        let normalized = Self.isASCII(string) ? string : string.precomposedStringWithCanonicalMapping
         let components = normalized.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
         for component in components {
             guard !component.isEmpty else { throw refuse(.pathComponentEmpty, "has an empty component") }
@@ -147,9 +147,15 @@ public struct ItemPath: Hashable, Comparable, Sendable, Codable, CustomStringCon
     }
 
     static func collisionKey(of text: String) -> String {
-        text.precomposedStringWithCanonicalMapping.folding(options: [.caseInsensitive], locale: nil)
+        // ASCII is already NFC, and its full case folding is its lower case: the common case, done without Foundation.
+        if isASCII(text) {
+            return String(decoding: text.utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+        }
+        return text.precomposedStringWithCanonicalMapping.folding(options: [.caseInsensitive], locale: nil)
             .precomposedStringWithCanonicalMapping
     }
+
+    private static func isASCII(_ text: String) -> Bool { text.utf8.allSatisfy { $0 < 0x80 } }
 
     private static func printable(_ text: String) -> String {
         let escaped = text.unicodeScalars.map { isControl($0) ? "\\u{\(String($0.value, radix: 16))}" : String($0) }

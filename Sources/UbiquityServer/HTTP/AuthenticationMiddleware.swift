@@ -6,6 +6,7 @@ import UbiquityProtocol
 /// about which tokens exist).
 struct AuthenticationMiddleware<Context: AuthenticatedRequestContext>: RouterMiddleware {
     let store: any MetadataStore
+    let cache: TokenCache
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
@@ -20,10 +21,10 @@ struct AuthenticationMiddleware<Context: AuthenticatedRequestContext>: RouterMid
         guard let header = request.headers[.authorization], header.count < 512 else { throw refusal }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw refusal }
-        let secret = parts[1].trimmingCharacters(in: .whitespaces)
-        guard let token = try await store.token(secretHash: Credentials.secretHash(secret)),
-            token.info.revokedAt == nil
-        else { throw refusal }
+        let hash = Credentials.secretHash(parts[1].trimmingCharacters(in: .whitespaces))
+        if let token = cache.token(secretHash: hash) { return token }
+        guard let token = try await store.token(secretHash: hash), token.info.revokedAt == nil else { throw refusal }
+        cache.insert(token)
         return token
     }
 }

@@ -11,6 +11,8 @@ struct RouteEnvironment: Sendable {
     let hub: PushHub
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
+    /// Tokens recently checked by the authentication middleware.
+    let tokens = TokenCache()
     /// A hash checked when a login names no account, so that answering takes as long as for a real one.
     let decoyHash = DecoyHash()
 

@@ -73,7 +73,8 @@ public struct UbiquityService: Sendable {
         environment.addOperationsRoutes(to: router)
         let v1 = router.group("v1")
         environment.addOpenAccountRoutes(to: v1)
-        let authenticated = v1.add(middleware: AuthenticationMiddleware(store: environment.store))
+        let authenticated = v1.add(
+            middleware: AuthenticationMiddleware(store: environment.store, cache: environment.tokens))
         environment.addAccountRoutes(to: authenticated)
         environment.addItemRoutes(to: authenticated)
         environment.addChunkRoutes(to: authenticated)
@@ -82,7 +83,7 @@ public struct UbiquityService: Sendable {
 
         let pushRouter = RecordingRouter(Router(context: PushRequestContext.self))
         pushRouter.add(middleware: ErrorMiddleware(catalog: catalog))
-        pushRouter.add(middleware: AuthenticationMiddleware(store: environment.store))
+        pushRouter.add(middleware: AuthenticationMiddleware(store: environment.store, cache: environment.tokens))
         environment.addPushRoutes(to: pushRouter.group("v1"))
         catalog.set(router.routes + pushRouter.routes)
         return (router.router, pushRouter.router, router.routes + pushRouter.routes)

@@ -62,6 +62,7 @@ extension RouteEnvironment {
             guard let id = UUID(uuidString: text),
                 try await store.revokeToken(id, of: identity.info.accountID, at: Date())
             else { throw ProtocolError(.tokenNotFound, "the account has no token \(text.prefix(80))") }
+            tokens.remove(id: id)
             return Response(status: .noContent)
         }
     }
