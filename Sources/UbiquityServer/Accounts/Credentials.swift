@@ -16,6 +16,8 @@ public enum Credentials {
         guard (8...72).contains(password.utf8.count) else {
             throw ProtocolError(.invalidAccount, "a password is 8 to 72 bytes long")
         }
+        // bcrypt reads a password only up to its first NUL, so one with a NUL would match others.
+        guard !password.utf8.contains(0) else { throw ProtocolError(.invalidAccount, "a password may not contain NUL") }
     }
 
     /// The bcrypt hash of `password`, computed off the concurrency pool (it takes tens to hundreds of ms).
@@ -23,9 +25,12 @@ public enum Credentials {
         await offPool { Bcrypt.hash(password, cost: cost) }
     }
 
-    /// Whether `password` matches `hash`, checked off the concurrency pool.
+    /// Whether `password` matches `hash`, checked off the concurrency pool. A password that could not have been
+    /// set (empty, over 72 bytes, or with a NUL, where bcrypt would stop reading) never matches.
     public static func verify(_ password: String, hash: String) async -> Bool {
-        await offPool { Bcrypt.verify(password, hash: hash) }
+        let acceptable = (1...72).contains(password.utf8.count) && !password.utf8.contains(0)
+        let matches = await offPool { Bcrypt.verify(password, hash: hash) }
+        return acceptable && matches
     }
 
     /// A new token secret: `ubq_` and 43 characters of base64url (32 random bytes).

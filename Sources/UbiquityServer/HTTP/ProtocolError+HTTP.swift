@@ -31,7 +31,7 @@ extension ProtocolError: HTTPResponseError {
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let body = try encoder.encode(self)
         return Response(
             status: status, headers: [.contentType: "application/json"],

@@ -21,6 +21,11 @@ enum ServerChunkBenchmark {
         let baseline = Memory.residentBytes
         var peak = baseline
 
+        // The client's hashing is done before the clock starts: the figure is the service's (which hashes every
+        // chunk again on arrival), not the load generator's.
+        let hashes = try (0..<chunkCount).map { index in
+            try ChunkHash(digest: SHA256.hash(data: chunk(template, index: index).readableBytesView))
+        }
         var references: [ChunkReference] = []
         let upload = try await ContinuousClock().measure {
             references = try await withThrowingTaskGroup(of: [ChunkReference].self) { group in
@@ -28,7 +33,9 @@ enum ServerChunkBenchmark {
                     group.addTask {
                         var done: [ChunkReference] = []
                         for index in stride(from: lane, to: chunkCount, by: 4) {
-                            done.append(try await server.upload(chunk(template, index: index)))
+                            let bytes = chunk(template, index: index)
+                            try await server.send(.PUT, server.url("chunks/\(hashes[index])"), body: bytes)
+                            done.append(ChunkReference(hash: hashes[index], size: Int64(bytes.readableBytes)))
                         }
                         return done
                     }
