@@ -69,6 +69,8 @@ public struct UbiquityService: Sendable {
         let catalog = RouteCatalog()
         let router = RecordingRouter(Router(context: ServerRequestContext.self))
         router.add(middleware: MetricsMiddleware(metrics: environment.metrics))
+        // One structured line per request at debug level (`--log-level debug`); never the Authorization header.
+        router.add(middleware: LogRequestsMiddleware(.debug))
         router.add(middleware: ErrorMiddleware(catalog: catalog))
         environment.addOperationsRoutes(to: router)
         let v1 = router.group("v1")
