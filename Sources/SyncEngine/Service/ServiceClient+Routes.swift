@@ -1,0 +1,138 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import UbiquityProtocol
+
+extension ServiceClient {
+    // MARK: Accounts
+
+    /// Creates an account (when the service allows open registration).
+    public func register(name: String, password: String) async throws -> AccountInfo {
+        try await send(
+            .POST, "/v1/accounts", json: RegisterRequest(name: name, password: password), as: AccountInfo.self)
+    }
+
+    /// Signs a device in; the answer's token is shown only this once.
+    public func login(_ request: LoginRequest) async throws -> LoginResponse {
+        try await send(.POST, "/v1/login", json: request, as: LoginResponse.self)
+    }
+
+    /// The signed-in account and its storage use.
+    public func account() async throws -> AccountInfo { try await get("/v1/account", as: AccountInfo.self) }
+
+    // MARK: Items and versions
+
+    /// Every item of the container and the feed position they reflect.
+    public func items(in container: ContainerID) async throws -> ItemListResponse {
+        try await get(Self.path(container, "items"), as: ItemListResponse.self)
+    }
+
+    /// An item and its kept versions.
+    public func item(_ id: ItemID, in container: ContainerID) async throws -> ItemDetail {
+        try await get(Self.path(container, "items/\(id)"), as: ItemDetail.self)
+    }
+
+    /// Creates an item, optionally with its first version (whose chunks must be uploaded).
+    public func createItem(_ request: CreateItemRequest, in container: ContainerID) async throws -> ItemResponse {
+        try await send(.POST, Self.path(container, "items"), json: request, as: ItemResponse.self)
+    }
+
+    /// Commits a new version of an item.
+    public func commit(_ version: VersionRecord, in container: ContainerID) async throws -> ItemResponse {
+        try await send(
+            .POST, Self.path(container, "items/\(version.itemID)/versions"), json: version, as: ItemResponse.self)
+    }
+
+    /// Renames or moves an item.
+    public func moveItem(_ id: ItemID, to path: ItemPath, in container: ContainerID) async throws -> ItemResponse {
+        try await send(
+            .PATCH, Self.path(container, "items/\(id)"), json: MoveItemRequest(path: path), as: ItemResponse.self)
+    }
+
+    /// Deletes an item whose current version is `basedOn`.
+    public func deleteItem(_ id: ItemID, basedOn: VersionID?, in container: ContainerID) async throws -> ItemResponse {
+        let query = basedOn.map { "?basedOn=\($0)" } ?? ""
+        return try await send(
+            .DELETE, Self.path(container, "items/\(id)\(query)"), json: Optional<String>.none, as: ItemResponse.self)
+    }
+
+    /// One version of an item.
+    public func version(_ id: VersionID, of item: ItemID, in container: ContainerID) async throws -> VersionRecord {
+        try await get(Self.path(container, "items/\(item)/versions/\(id)"), as: VersionRecord.self)
+    }
+
+    /// Marks a conflict version resolved.
+    public func markResolved(_ id: VersionID, of item: ItemID, in container: ContainerID) async throws -> ItemResponse {
+        try await send(
+            .POST, Self.path(container, "items/\(item)/versions/\(id)/resolve"), json: Optional<String>.none,
+            as: ItemResponse.self)
+    }
+
+    /// Removes a version that is not current.
+    public func removeVersion(_ id: VersionID, of item: ItemID, in container: ContainerID) async throws -> ItemResponse
+    {
+        try await send(
+            .DELETE, Self.path(container, "items/\(item)/versions/\(id)"), json: Optional<String>.none,
+            as: ItemResponse.self)
+    }
+
+    /// Makes a version current.
+    public func replaceCurrent(with id: VersionID, of item: ItemID, in container: ContainerID) async throws
+        -> ItemResponse
+    {
+        try await send(
+            .POST, Self.path(container, "items/\(item)/current"), json: ReplaceCurrentRequest(versionID: id),
+            as: ItemResponse.self)
+    }
+
+    // MARK: Chunks
+
+    /// Which of `chunks` the service lacks for this account.
+    public func missingChunks(_ chunks: [ChunkReference], in container: ContainerID) async throws -> [ChunkHash] {
+        try await send(
+            .POST, Self.path(container, "chunks/missing"), json: MissingChunksRequest(chunks: chunks),
+            as: MissingChunksResponse.self
+        ).missing
+    }
+
+    /// Uploads one chunk's bytes under their hash.
+    public func uploadChunk(_ bytes: ByteBuffer, hash: ChunkHash, in container: ContainerID) async throws {
+        var request = HTTPClientRequest(url: baseURL + Self.path(container, "chunks/\(hash)"))
+        request.method = .PUT
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        request.body = .bytes(bytes)
+        let response = try await http.execute(request, timeout: timeout)
+        try Self.check(response.status, try await response.body.collect(upTo: 1 << 20))
+    }
+
+    /// Downloads one chunk, handing its bytes to `receive` piece by piece as they arrive.
+    public func downloadChunk(
+        _ hash: ChunkHash, in container: ContainerID, into receive: (ByteBuffer) throws -> Void
+    ) async throws {
+        let response = try await execute(.GET, Self.path(container, "chunks/\(hash)"))
+        guard response.status == .ok else {
+            try Self.check(response.status, try await response.body.collect(upTo: 1 << 20))
+            return
+        }
+        for try await piece in response.body { try receive(piece) }
+    }
+
+    // MARK: Change feed and key-value store
+
+    /// A page of the container's change feed after `since` (from the start without it).
+    public func changes(in container: ContainerID, since: ChangeToken?, limit: Int = 1000) async throws -> ChangePage {
+        let query = "changes?limit=\(limit)" + (since.map { "&since=\($0)" } ?? "")
+        return try await get(Self.path(container, query), as: ChangePage.self)
+    }
+
+    /// The container's key-value store, or its writes after `since`.
+    public func keyValues(in container: ContainerID, since: ChangeToken?) async throws -> KeyValueChanges {
+        try await get(Self.path(container, "kv" + (since.map { "?since=\($0)" } ?? "")), as: KeyValueChanges.self)
+    }
+
+    /// Applies a batch of key-value writes, whole or not at all.
+    public func apply(_ batch: KeyValueBatch, in container: ContainerID) async throws -> KeyValueBatchResponse {
+        try await send(.POST, Self.path(container, "kv"), json: batch, as: KeyValueBatchResponse.self)
+    }
+}

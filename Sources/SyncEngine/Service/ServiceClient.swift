@@ -1,0 +1,100 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import UbiquityProtocol
+
+/// A typed client of the sync service's API (`/v1`), as one signed-in device uses it.
+///
+/// Every call either returns the decoded answer or throws: a ``ProtocolError`` when the service refused the request
+/// (with the service's stable code), or the transport's error when the service could not be reached — which the
+/// engine treats as "offline" and retries later.
+///
+/// ```swift
+/// let client = ServiceClient(baseURL: "http://127.0.0.1:8080", token: login.token)
+/// let page = try await client.changes(in: container, since: token, limit: 500)
+/// ```
+public struct ServiceClient: Sendable {
+    /// The service's address, such as `https://sync.example.com`, without a trailing slash.
+    public let baseURL: String
+    /// The device's bearer token; `nil` before signing in.
+    public let token: String?
+    /// How long one request may take.
+    public var timeout: TimeAmount
+    let http: HTTPClient
+
+    /// Creates a client.
+    /// - Parameters:
+    ///   - baseURL: The service's address.
+    ///   - token: The device's bearer token, if signed in.
+    ///   - httpClient: The HTTP client to send with (default: the shared one).
+    ///   - timeout: How long one request may take (default 60 s).
+    public init(
+        baseURL: String, token: String? = nil, httpClient: HTTPClient = .shared, timeout: TimeAmount = .seconds(60)
+    ) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.token = token
+        self.http = httpClient
+        self.timeout = timeout
+    }
+
+    /// The same service, signed in with `token`.
+    public func signedIn(with token: String) -> ServiceClient {
+        var copy = ServiceClient(baseURL: baseURL, token: token, httpClient: http, timeout: timeout)
+        copy.timeout = timeout
+        return copy
+    }
+
+    // MARK: Requests
+
+    /// Sends a request and returns the body of a successful answer (at most `limit` bytes).
+    func send(
+        _ method: HTTPMethod, _ path: String, body: ByteBuffer? = nil, limit: Int = 64 << 20
+    ) async throws -> ByteBuffer {
+        let response = try await execute(method, path, body: body)
+        let bytes = try await response.body.collect(upTo: limit)
+        try Self.check(response.status, bytes)
+        return bytes
+    }
+
+    /// Sends a JSON body and decodes a JSON answer.
+    func send<Answer: Decodable>(
+        _ method: HTTPMethod, _ path: String, json: (some Encodable)?, as type: Answer.Type
+    ) async throws -> Answer {
+        let body = try json.map { ByteBuffer(bytes: try JSONEncoder().encode($0)) }
+        let bytes = try await send(method, path, body: body)
+        return try JSONDecoder().decode(type, from: Data(bytes.readableBytesView))
+    }
+
+    /// Sends a request with no body and decodes a JSON answer.
+    func get<Answer: Decodable>(_ path: String, as type: Answer.Type) async throws -> Answer {
+        let bytes = try await send(.GET, path)
+        return try JSONDecoder().decode(type, from: Data(bytes.readableBytesView))
+    }
+
+    /// Sends a request and returns the response with its body unread (for streaming).
+    func execute(_ method: HTTPMethod, _ path: String, body: ByteBuffer? = nil) async throws -> HTTPClientResponse {
+        var request = HTTPClientRequest(url: baseURL + path)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(body)
+        }
+        return try await http.execute(request, timeout: timeout)
+    }
+
+    /// Throws the service's error for an unsuccessful answer.
+    static func check(_ status: HTTPResponseStatus, _ body: ByteBuffer) throws {
+        guard !(200..<300).contains(status.code) else { return }
+        if let error = try? JSONDecoder().decode(ProtocolError.self, from: Data(body.readableBytesView)) {
+            throw error
+        }
+        throw ProtocolError(.internalError, "the service answered \(status.code) \(status.reasonPhrase)")
+    }
+
+    /// The path of a route of `container`.
+    static func path(_ container: ContainerID, _ rest: String) -> String {
+        "/v1/containers/\(container)/\(rest)"
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import Logging
+import SyncEngine
+import UbiquityProtocol
+import UbiquityServer
+
+/// A sync service running in the test process on 127.0.0.1, on the embedded default storage in a temporary
+/// directory: the real thing the engine talks to.
+struct LocalService {
+    let directory: URL
+    let port: Int
+    let service: UbiquityService
+    private let task: Task<Void, any Error>
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// Starts a service on `port` (0: any free one) with its data in `directory` (a new temporary one by default).
+    static func start(in directory: URL? = nil, port: Int = 0) async throws -> LocalService {
+        let directory =
+            directory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent(
+                "ubiquity-engine-test-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        var logger = Logger(label: "ubiquity.engine.test.service")
+        logger.logLevel = .critical
+        let configuration = ServerConfiguration(
+            dataDirectory: directory, port: port, openRegistration: true, bcryptCost: 4,
+            heartbeatInterval: .milliseconds(200))
+        let service = try await UbiquityService(configuration: configuration, logger: logger)
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let application = try service.makeApplication { continuation.yield($0.localAddress?.port ?? 0) }
+        // The service runs until `stop()` cancels this task.
+        let task = Task { try await application.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let bound = await iterator.next() else {
+            throw ProtocolError(.internalError, "the service did not start")
+        }
+        return LocalService(directory: directory, port: bound, service: service, task: task)
+    }
+
+    /// Stops the service (its data stays).
+    func stop() async {
+        task.cancel()
+        _ = await task.result
+    }
+
+    /// Stops the service and removes its data.
+    func remove() async {
+        await stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Registers `account` (when new) and signs a device named `device` in.
+    func signIn(account: String, device: String, password: String = "correct horse") async throws -> ServiceClient {
+        let anonymous = ServiceClient(baseURL: baseURL)
+        _ = try? await anonymous.register(name: account, password: password)
+        let login = try await anonymous.login(LoginRequest(name: account, password: password, deviceName: device))
+        return anonymous.signedIn(with: login.token)
+    }
+}
