@@ -1,0 +1,93 @@
+import Foundation
+import GRDB
+import UbiquityProtocol
+
+/// The engine's local state database, `.ubiquity/state.sqlite` (SQLite through GRDB, WAL): what it knows of every
+/// item, and small values such as the container's feed token. Every write is one transaction, so a killed engine
+/// finds the state of its last completed step.
+public struct LocalStateStore: Sendable {
+    let pool: DatabasePool
+
+    /// Opens (creating and migrating as needed) the database at `url`.
+    public init(url: URL) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        pool = try DatabasePool(path: url.path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE item (id TEXT PRIMARY KEY, path TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
+                    CREATE TABLE value (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                    """)
+        }
+        return migrator
+    }
+
+    /// Every known item.
+    public func items() throws -> [LocalItem] {
+        try pool.read { db in
+            try String.fetchAll(db, sql: "SELECT record FROM item ORDER BY path").map(Self.decode)
+        }
+    }
+
+    /// The item with this id.
+    public func item(_ id: ItemID) throws -> LocalItem? {
+        try pool.read { db in
+            try String.fetchOne(db, sql: "SELECT record FROM item WHERE id = ?", arguments: [id.string]).map(
+                Self.decode)
+        }
+    }
+
+    /// The item at this path.
+    public func item(at path: ItemPath) throws -> LocalItem? {
+        try pool.read { db in
+            try String.fetchOne(db, sql: "SELECT record FROM item WHERE path = ?", arguments: [path.string])
+                .map(Self.decode)
+        }
+    }
+
+    /// Stores items (new or changed) and removes others, in one transaction.
+    public func update(saving items: [LocalItem] = [], removing removed: [ItemID] = []) throws {
+        let records = try items.map { ($0.id.string, $0.path.string, try Self.encode($0)) }
+        try pool.write { db in
+            for id in removed { try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [id.string]) }
+            for (id, path, record) in records {
+                // A path taken over by another item frees it first (the other one moved or was replaced).
+                try db.execute(sql: "DELETE FROM item WHERE path = ? AND id != ?", arguments: [path, id])
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO item (id, path, record) VALUES (?, ?, ?)",
+                    arguments: [id, path, record])
+            }
+        }
+    }
+
+    /// A stored value, such as the feed token.
+    public func value(forKey key: String) throws -> String? {
+        try pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM value WHERE key = ?", arguments: [key]) }
+    }
+
+    /// Stores a value (`nil` removes it).
+    public func setValue(_ value: String?, forKey key: String) throws {
+        try pool.write { db in
+            if let value {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO value (key, value) VALUES (?, ?)", arguments: [key, value])
+            } else {
+                try db.execute(sql: "DELETE FROM value WHERE key = ?", arguments: [key])
+            }
+        }
+    }
+
+    private static func encode(_ item: LocalItem) throws -> String {
+        String(decoding: try JSONEncoder().encode(item), as: UTF8.self)
+    }
+
+    private static func decode(_ text: String) throws -> LocalItem {
+        try JSONDecoder().decode(LocalItem.self, from: Data(text.utf8))
+    }
+}

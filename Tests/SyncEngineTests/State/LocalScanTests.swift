@@ -1,0 +1,128 @@
+import DocumentKit
+import Foundation
+import SyncEngine
+import Testing
+import UbiquityProtocol
+
+@Suite("Start-up scan: what changed on disk since the state database was in step")
+struct LocalScanTests {
+    /// A container folder in a fresh temporary directory, removed afterwards.
+    private func withContainer(_ body: (ContainerLayout) throws -> Void) throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-scan-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let layout = ContainerLayout(root: root, container: try ContainerID("TEAM.com.example.grocery"))
+        try layout.create()
+        try body(layout)
+    }
+
+    private func write(_ text: String, to path: String, in layout: ContainerLayout) throws {
+        let url = layout.folder.appendingPathComponent(path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try Data(text.utf8).write(to: url)
+    }
+
+    private var types: DocumentTypeRegistry {
+        let registry = DocumentTypeRegistry()
+        registry.register(
+            DocumentType(
+                identifier: "com.example.grocery-item", conformsTo: ["com.apple.package"], filenameExtensions: ["item"])
+        )
+        return registry
+    }
+
+    @Test("The scan finds files, folders and packages (as one item), and leaves out .ubiquity, links and bad names")
+    func scanFindsItems() throws {
+        try withContainer { layout in
+            try write("milk", to: "Documents/List.txt", in: layout)
+            try write("x", to: "Documents/Trip/Notes.txt", in: layout)
+            try write("name", to: "Documents/Milk.item/name.txt", in: layout)
+            try write("png", to: "Documents/Milk.item/image.png", in: layout)
+            try write("state", to: ".ubiquity/other", in: layout)
+            try write("bad", to: "Documents/tab\there.txt", in: layout)
+            try FileManager.default.createSymbolicLink(
+                atPath: layout.folder.appendingPathComponent("Documents/Link").path, withDestinationPath: "List.txt")
+
+            let result = try LocalScanner(types: types).scan(layout.folder)
+            let kinds = result.items.mapValues(\.kind)
+            #expect(
+                kinds == [
+                    try ItemPath("Documents"): .directory, try ItemPath("Documents/List.txt"): .file,
+                    try ItemPath("Documents/Trip"): .directory, try ItemPath("Documents/Trip/Notes.txt"): .file,
+                    try ItemPath("Documents/Milk.item"): .package,
+                ])
+            #expect(
+                result.items[try ItemPath("Documents/Milk.item")]?.identity.size == 7,
+                "a package's size is its members'")
+            #expect(Set(result.skipped.keys) == ["Documents/Link", "Documents/tab\there.txt"])
+        }
+    }
+
+    @Test("Edits, renames (same inode), deletions and creations are told apart without reading content")
+    func detectorTellsChangesApart() throws {
+        try withContainer { layout in
+            try write("milk", to: "Documents/List.txt", in: layout)
+            try write("eggs", to: "Documents/Eggs.txt", in: layout)
+            try write("old", to: "Documents/Old.txt", in: layout)
+            try write("name", to: "Documents/Milk.item/name.txt", in: layout)
+            let scanner = LocalScanner(types: types)
+            let first = try scanner.scan(layout.folder)
+            // The state database after a sync: every scanned item known with its identity; one remote placeholder.
+            var known = first.items.values.map {
+                LocalItem(id: ItemID(), path: $0.path, kind: $0.kind, identity: $0.identity)
+            }
+            known.append(
+                LocalItem(id: ItemID(), path: try ItemPath("Documents/Remote.txt"), kind: .file, isPlaceholder: true))
+            func id(_ path: String) throws -> ItemID { try #require(known.first { $0.path.string == path }).id }
+            #expect(LocalChangeDetector.changes(known: known, scanned: first.items).isEmpty, "nothing changed yet")
+
+            try write("milk, bread", to: "Documents/List.txt", in: layout)
+            try FileManager.default.moveItem(
+                at: layout.folder.appendingPathComponent("Documents/Eggs.txt"),
+                to: layout.folder.appendingPathComponent("Documents/Breakfast.txt"))
+            try FileManager.default.removeItem(at: layout.folder.appendingPathComponent("Documents/Old.txt"))
+            try write("new", to: "Documents/New/Fresh.txt", in: layout)
+            try write("image", to: "Documents/Milk.item/image.png", in: layout)
+
+            let changes = LocalChangeDetector.changes(known: known, scanned: try scanner.scan(layout.folder).items)
+            #expect(
+                changes == [
+                    .deleted(itemID: try id("Documents/Old.txt")),
+                    .moved(
+                        itemID: try id("Documents/Eggs.txt"), from: try ItemPath("Documents/Eggs.txt"),
+                        to: try ItemPath("Documents/Breakfast.txt")),
+                    .created(path: try ItemPath("Documents/New"), kind: .directory),
+                    .created(path: try ItemPath("Documents/New/Fresh.txt"), kind: .file),
+                    .modified(itemID: try id("Documents/List.txt")),
+                    .modified(itemID: try id("Documents/Milk.item")),
+                ])
+        }
+    }
+
+    @Test("The state database keeps items and values across reopening; a path taken by another item moves to it")
+    func stateStorePersists() throws {
+        try withContainer { layout in
+            let first = LocalItem(id: ItemID(), path: try ItemPath("Documents/A.txt"), kind: .file, size: 3)
+            let second = LocalItem(
+                id: ItemID(), path: try ItemPath("Documents/B.txt"), kind: .file, isPlaceholder: true)
+            do {
+                let store = try LocalStateStore(url: layout.stateDatabase)
+                try store.update(saving: [first, second])
+                try store.setValue("f1.abc.7", forKey: "feedToken")
+            }
+            let reopened = try LocalStateStore(url: layout.stateDatabase)
+            #expect(try reopened.items() == [first, second])
+            #expect(try reopened.value(forKey: "feedToken") == "f1.abc.7")
+            #expect(try reopened.item(at: try ItemPath("Documents/B.txt"))?.isPlaceholder == true)
+
+            var replacement = second
+            replacement.id = ItemID()
+            replacement.path = try ItemPath("Documents/A.txt")
+            try reopened.update(saving: [replacement])
+            #expect(try reopened.item(first.id) == nil, "the item that had the path is gone")
+            #expect(try reopened.items().count == 2)
+            try reopened.update(removing: [second.id])
+            #expect(try reopened.items() == [replacement])
+        }
+    }
+}
