@@ -1,0 +1,163 @@
+import DocumentKit
+import Foundation
+import NIOCore
+import UbiquityProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension ContainerSync {
+    /// Sends what changed on disk since the last round.
+    func pushLocalChanges() async throws {
+        let scan = try scanner.scan(layout.folder)
+        let known = try state.items()
+        for change in LocalChangeDetector.changes(known: known, scanned: scan.items) {
+            switch change {
+            case .created(let path, let kind):
+                guard let found = scan.items[path] else { continue }
+                try await create(found, kind: kind)
+            case .modified(let id):
+                guard var item = try state.item(id), let found = scan.items[item.path], found.kind == .file else {
+                    continue
+                }
+                let (content, identity) = try readContent(at: item.path)
+                try await uploadChunks(of: content, at: item.path)
+                let version = makeVersion(of: id, content, identity, basedOn: item.baseVersion)
+                let answer = try await client.commit(version, in: container)
+                try await settle(&item, after: answer, uploaded: version, content: content, identity: identity)
+            case .moved(let id, _, let to):
+                guard var item = try state.item(id) else { continue }
+                _ = try await client.moveItem(id, to: to, in: container)
+                item.path = to
+                if let found = scan.items[to],
+                    item.kind == .directory || item.identity?.isSameFile(as: found.identity) == true
+                {
+                    item.identity?.changed = found.identity.changed
+                }
+                try state.update(saving: [item])
+            case .deleted(let id):
+                guard let item = try state.item(id) else { continue }
+                do {
+                    _ = try await client.deleteItem(id, basedOn: item.baseVersion, in: container)
+                    try state.update(removing: [id])
+                } catch let error as ProtocolError where error.code == .staleDelete {
+                    // Edited elsewhere meanwhile: the edit wins; the item comes back with the service's version.
+                    var restored = item
+                    restored.identity = nil
+                    restored.isPlaceholder = true
+                    try state.update(saving: [restored])
+                    if let detail = try? await client.item(id, in: container) { try await apply(detail, force: true) }
+                }
+            }
+        }
+    }
+
+    /// Creates a new item on the service from what is on disk.
+    private func create(_ found: ScannedItem, kind: ItemKind) async throws {
+        let id = ItemID()
+        switch kind {
+        case .directory:
+            var folderID = id
+            do {
+                _ = try await client.createItem(
+                    CreateItemRequest(id: id, path: found.path, kind: .directory), in: container)
+            } catch let error as ProtocolError where error.code == .pathCollision {
+                // Another device made the same folder: both mean the same one.
+                guard
+                    let existing = try await client.items(in: container).items.first(where: {
+                        !$0.isDeleted && $0.kind == .directory && $0.path == found.path
+                    })
+                else { throw error }
+                folderID = existing.id
+            }
+            try state.update(
+                saving: [LocalItem(id: folderID, path: found.path, kind: .directory, identity: found.identity)])
+        case .file:
+            let (content, identity) = try readContent(at: found.path)
+            try await uploadChunks(of: content, at: found.path)
+            let version = makeVersion(of: id, content, identity, basedOn: nil)
+            let answer = try await client.createItem(
+                CreateItemRequest(id: id, path: found.path, kind: .file, version: version), in: container)
+            var item = LocalItem(id: id, path: found.path, kind: .file)
+            try await settle(&item, after: answer, uploaded: version, content: content, identity: identity)
+        case .package:
+            // Packages are synced as manifests of their members in a later step; until then they stay local.
+            logger.notice("package not synced yet", metadata: ["path": "\(found.path)"])
+        }
+    }
+
+    /// Records what a commit did: a version that became current (or was already there) is now the local base; one
+    /// kept as a conflict leaves the service's current version to come down.
+    private func settle(
+        _ item: inout LocalItem, after answer: ItemResponse, uploaded version: VersionRecord, content: ChunkedContent,
+        identity: LocalFileIdentity
+    ) async throws {
+        item.serverVersion = answer.item.currentVersion
+        switch answer.outcome {
+        case .conflict:
+            item.hasUnresolvedConflicts = true
+            try state.update(saving: [item])
+            try await apply(try await client.item(item.id, in: container), force: true)
+        default:
+            item.baseVersion = answer.version?.id ?? version.id
+            item.contentHash = content.contentHash
+            item.size = content.size
+            item.identity = identity
+            item.isPlaceholder = false
+            try state.update(saving: [item])
+        }
+    }
+
+    /// Chunks and hashes the file at `path` under a coordinated read; the identity is taken inside the same access,
+    /// and a file that changed while it was read is refused (it is read again next round).
+    func readContent(at path: ItemPath) throws -> (ChunkedContent, LocalFileIdentity) {
+        let url = layout.url(of: path)
+        return try FileCoordinator().coordinate(readingItemAt: url) { url in
+            let before = try Self.identity(of: url)
+            let content = try configuration.chunker.chunksAndContentHash(ofFileAt: url)
+            guard try Self.identity(of: url) == before else {
+                throw ProtocolError(.malformedRequest, "\(path) changed while it was read; it is read again later")
+            }
+            return (content, before)
+        }
+    }
+
+    /// Uploads the chunks of `content` the service lacks, reading each from the file by its offset.
+    private func uploadChunks(of content: ChunkedContent, at path: ItemPath) async throws {
+        var missing = Set(try await client.missingChunks(content.chunks, in: container))
+        guard !missing.isEmpty else { return }
+        let descriptor = open(layout.url(of: path).path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        var offset: Int64 = 0
+        for chunk in content.chunks {
+            defer { offset += chunk.size }
+            guard missing.remove(chunk.hash) != nil else { continue }
+            var buffer = ByteBuffer()
+            let count = Int(chunk.size)
+            let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
+                max(0, pread(descriptor, bytes.baseAddress, count, off_t(offset)))
+            }
+            guard read == count else { throw POSIXError(.EIO) }
+            try await client.uploadChunk(buffer, hash: chunk.hash, in: container)
+        }
+    }
+
+    private func makeVersion(
+        of id: ItemID, _ content: ChunkedContent, _ identity: LocalFileIdentity, basedOn: VersionID?
+    ) -> VersionRecord {
+        VersionRecord(
+            id: VersionID(), itemID: id, manifest: content.manifest, contentHash: content.contentHash,
+            modificationDate: Date(timeIntervalSince1970: Double(identity.modified) / 1e9), savingDevice: device,
+            basedOn: basedOn)
+    }
+
+    static func identity(of url: URL) throws -> LocalFileIdentity {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return LocalFileIdentity(info)
+    }
+}

@@ -1,0 +1,70 @@
+import DocumentKit
+import Foundation
+import Logging
+import UbiquityProtocol
+
+/// Keeps one container folder in step with the service, one round at a time: local changes go up (metadata and
+/// the chunks the service lacks), then the service's feed comes down (metadata at once, content for small items
+/// or on demand).
+///
+/// This is the engine's synchronous core; the long-running engine drives it from file-system events and push.
+///
+/// ```swift
+/// let sync = try ContainerSync(layout: layout, client: client, device: device)
+/// try await sync.syncOnce()
+/// ```
+public actor ContainerSync {
+    /// How the engine treats content.
+    public struct Configuration: Sendable {
+        /// Items up to this size are downloaded as soon as they are heard of; larger ones stay placeholders
+        /// until asked for (default 1 MiB).
+        public var eagerDownloadLimit: Int64
+        /// The chunker for uploads.
+        public var chunker: FileChunker
+
+        /// Creates a configuration; the defaults are documented on each field.
+        public init(eagerDownloadLimit: Int64 = 1 << 20, chunker: FileChunker = FileChunker()) {
+            self.eagerDownloadLimit = eagerDownloadLimit
+            self.chunker = chunker
+        }
+    }
+
+    /// Where the container lives.
+    public nonisolated let layout: ContainerLayout
+    /// The service.
+    public nonisolated let client: ServiceClient
+    /// This device, as versions name it.
+    public nonisolated let device: SavingDevice
+    /// How content is treated.
+    public nonisolated let configuration: Configuration
+    let state: LocalStateStore
+    let scanner: LocalScanner
+    let logger: Logger
+
+    /// Opens the container (creating its folders and state database when missing).
+    public init(
+        layout: ContainerLayout, client: ServiceClient, device: SavingDevice,
+        configuration: Configuration = Configuration(),
+        types: DocumentTypeRegistry = .default, logger: Logger = Logger(label: "ubiquity.sync")
+    ) throws {
+        try layout.create()
+        self.layout = layout
+        self.client = client
+        self.device = device
+        self.configuration = configuration
+        self.state = try LocalStateStore(url: layout.stateDatabase)
+        self.scanner = LocalScanner(types: types)
+        self.logger = logger
+    }
+
+    var container: ContainerID { layout.container }
+
+    /// Every item the engine knows, placeholders included.
+    public func items() throws -> [LocalItem] { try state.items() }
+
+    /// One round: what changed here goes up, then what changed elsewhere comes down.
+    public func syncOnce() async throws {
+        try await pushLocalChanges()
+        try await pullRemoteChanges()
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import SyncEngine
+import Testing
+import UbiquityProtocol
+
+/// Two devices of one account, each with its own container folder, syncing through a live service.
+@Suite("Container sync between two devices")
+struct TwoDeviceSyncTests {
+    static let container = try! ContainerID("TEAM.com.example.grocery")
+
+    struct Devices {
+        let service: LocalService
+        let root: URL
+        let laptop: ContainerSync
+        let desktop: ContainerSync
+
+        func file(_ path: String, on device: ContainerSync) -> URL {
+            device.layout.folder.appendingPathComponent(path)
+        }
+
+        func write(_ text: String, to path: String, on device: ContainerSync) throws {
+            let url = file(path, on: device)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: url)
+        }
+
+        func read(_ path: String, on device: ContainerSync) -> String? {
+            (try? Data(contentsOf: file(path, on: device))).map { String(decoding: $0, as: UTF8.self) }
+        }
+
+        func documents(on device: ContainerSync) throws -> [String] {
+            let folder = device.layout.documents.path
+            return (FileManager.default.enumerator(atPath: folder)?.allObjects as? [String] ?? []).sorted()
+        }
+    }
+
+    private func withDevices(eagerLimit: Int64 = 1 << 20, _ body: (Devices) async throws -> Void) async throws {
+        let service = try await LocalService.start()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-devices-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        do {
+            func device(_ name: String) async throws -> ContainerSync {
+                let client = try await service.signIn(account: "ada", device: name)
+                let layout = ContainerLayout(root: root.appendingPathComponent(name), container: Self.container)
+                return try ContainerSync(
+                    layout: layout, client: client, device: SavingDevice(id: DeviceID(), name: name),
+                    configuration: .init(eagerDownloadLimit: eagerLimit))
+            }
+            let devices = Devices(
+                service: service, root: root, laptop: try await device("laptop"), desktop: try await device("desktop"))
+            try await body(devices)
+        } catch {
+            await service.remove()
+            try? FileManager.default.removeItem(at: root)
+            throw error
+        }
+        await service.remove()
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    @Test("Create, edit, rename and delete on one device are seen on the other")
+    func changesReachTheOtherDevice() async throws {
+        try await withDevices { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            try devices.write("milk", to: "Documents/List.txt", on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            #expect(devices.read("Documents/List.txt", on: desktop) == "milk")
+
+            try devices.write("milk, eggs", to: "Documents/List.txt", on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            #expect(devices.read("Documents/List.txt", on: desktop) == "milk, eggs")
+
+            try FileManager.default.createDirectory(
+                at: devices.file("Documents/Shops", on: laptop), withIntermediateDirectories: true)
+            try FileManager.default.moveItem(
+                at: devices.file("Documents/List.txt", on: laptop),
+                to: devices.file("Documents/Shops/Weekly.txt", on: laptop))
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            #expect(devices.read("Documents/List.txt", on: desktop) == nil)
+            #expect(devices.read("Documents/Shops/Weekly.txt", on: desktop) == "milk, eggs")
+            let ids = try await laptop.items().filter { $0.kind == .file }.map(\.id)
+            #expect(try await desktop.items().filter { $0.kind == .file }.map(\.id) == ids, "a rename keeps the item")
+
+            try FileManager.default.removeItem(at: devices.file("Documents/Shops/Weekly.txt", on: desktop))
+            try await desktop.syncOnce()
+            try await laptop.syncOnce()
+            #expect(devices.read("Documents/Shops/Weekly.txt", on: laptop) == nil)
+            #expect(try await laptop.items().filter { $0.kind == .file }.isEmpty)
+        }
+    }
+
+    @Test("A large item stays a placeholder on the other device until it is asked for")
+    func placeholderUntilAsked() async throws {
+        try await withDevices(eagerLimit: 16) { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            let text = String(repeating: "0123456789", count: 1000)
+            try devices.write(text, to: "Documents/Big.txt", on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            let placeholder = try #require(try await desktop.items().first { $0.path.string == "Documents/Big.txt" })
+            #expect(placeholder.isPlaceholder)
+            #expect(placeholder.size == 10_000)
+            #expect(devices.read("Documents/Big.txt", on: desktop) == nil, "no content yet")
+            try await desktop.download(try ItemPath("Documents/Big.txt"))
+            #expect(devices.read("Documents/Big.txt", on: desktop) == text)
+            #expect(try await desktop.items().first { $0.path.string == "Documents/Big.txt" }?.isPlaceholder == false)
+        }
+    }
+
+    @Test(
+        "Edits of one item on both devices from the same base: both end with the same current version, the other kept as a conflict version, no conflict file"
+    )
+    func concurrentEditsConverge() async throws {
+        try await withDevices { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            try devices.write("milk", to: "Documents/List.txt", on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+
+            try devices.write("milk, eggs", to: "Documents/List.txt", on: laptop)
+            try devices.write("milk, bread and butter", to: "Documents/List.txt", on: desktop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            try await laptop.syncOnce()
+
+            let onLaptop = devices.read("Documents/List.txt", on: laptop)
+            let onDesktop = devices.read("Documents/List.txt", on: desktop)
+            #expect(onLaptop == onDesktop, "both show the same current version")
+            #expect(["milk, eggs", "milk, bread and butter"].contains(onLaptop ?? ""))
+            #expect(try devices.documents(on: laptop) == ["List.txt"])
+            #expect(try devices.documents(on: desktop) == ["List.txt"])
+            let item = try #require(try await laptop.items().first { $0.path.string == "Documents/List.txt" })
+            #expect(item.hasUnresolvedConflicts)
+            #expect(try await desktop.items().first { $0.id == item.id }?.hasUnresolvedConflicts == true)
+            let detail = try await laptop.client.item(item.id, in: Self.container)
+            let conflicts = detail.versions.filter { $0.isConflict && !$0.isResolved }
+            #expect(conflicts.count == 1, "the other edit is kept, not dropped")
+        }
+    }
+}
