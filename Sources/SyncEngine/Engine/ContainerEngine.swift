@@ -1,0 +1,80 @@
+import Foundation
+import Logging
+import ServiceLifecycle
+import UbiquityProtocol
+
+/// The long-running engine of one container, as a `Service`: it holds the container's lock, watches its folder,
+/// listens to push, and runs a sync round whenever something changed here or there — and every
+/// ``pollInterval`` in case a push was missed. A failed round (the service unreachable, say) is retried with
+/// backoff; local changes wait on disk and in the state database meanwhile.
+///
+/// ```swift
+/// let engine = ContainerEngine(sync: sync, pushToken: token)
+/// try await ServiceGroup(services: [engine], logger: logger).run()
+/// ```
+public struct ContainerEngine: Service {
+    /// The container's sync.
+    public let sync: ContainerSync
+    /// The device's token for push (`nil`: no push; rely on polling).
+    public let pushToken: String?
+    /// How often a round runs with nothing heard (default 30 s).
+    public var pollInterval: Duration = .seconds(30)
+    /// The longest wait before retrying a failed round (default 30 s).
+    public var maximumBackoff: Duration = .seconds(30)
+    let logger: Logger
+
+    /// Creates the engine of `sync`'s container.
+    public init(sync: ContainerSync, pushToken: String?, logger: Logger = Logger(label: "ubiquity.engine")) {
+        self.sync = sync
+        self.pushToken = pushToken
+        self.logger = logger
+    }
+
+    /// Runs until cancelled or shut down gracefully.
+    public func run() async throws {
+        let lock = try EngineLock(sync.layout)
+        let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let watcher = try ContainerWatcher(folder: sync.layout.folder) { trigger.yield() }
+        defer { watcher.stop() }
+        await withTaskGroup(of: Void.self) { group in
+            if let pushToken {
+                group.addTask {
+                    let push = PushClient(
+                        baseURL: sync.client.baseURL, token: pushToken, containers: [sync.layout.container],
+                        logger: logger)
+                    for await event in push.events() {
+                        switch event {
+                        case .connected, .message(.changed): trigger.yield()
+                        default: break
+                        }
+                    }
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: pollInterval)
+                    trigger.yield()
+                }
+            }
+            trigger.yield()
+            var backoff = Duration.milliseconds(100)
+            for await _ in triggers.cancelOnGracefulShutdown() {
+                do {
+                    try await sync.syncOnce()
+                    backoff = .milliseconds(100)
+                } catch {
+                    logger.warning("sync round failed; retrying", metadata: ["error": "\(error)", "in": "\(backoff)"])
+                    let wait = backoff
+                    backoff = min(backoff * 2, maximumBackoff)
+                    // A retry is one more trigger after the wait; the group ends it on shutdown.
+                    group.addTask {
+                        guard (try? await Task.sleep(for: wait)) != nil else { return }
+                        trigger.yield()
+                    }
+                }
+            }
+            group.cancelAll()
+        }
+        withExtendedLifetime(lock) {}
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import UbiquityProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The lock in `.ubiquity/engine.lock` that keeps one engine per container on a machine. It is an OFD lock on
+/// an open file, so the kernel lets it go when the engine's process ends, however it ends.
+public final class EngineLock: Sendable {
+    private let descriptor: Int32
+
+    /// Takes the lock of `layout`'s container.
+    /// - Throws: ``ProtocolError`` with ``ProtocolError/Code/internalError`` naming the container when another engine
+    ///   holds it, or the system's error.
+    public init(_ layout: ContainerLayout) throws {
+        let path = layout.lockFile.path
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var lock = flock()
+        lock.l_type = Int16(F_WRLCK)
+        lock.l_whence = Int16(SEEK_SET)
+        guard fcntl(descriptor, Self.setOFDLock, &lock) == 0 else {
+            close(descriptor)
+            throw ProtocolError(
+                .internalError, "another engine is running for container \(layout.container) (\(path) is locked)")
+        }
+        self.descriptor = descriptor
+    }
+
+    deinit { close(descriptor) }
+
+    /// `F_OFD_SETLK`, the same on every Linux architecture; Glibc's module does not export it.
+    private static let setOFDLock: Int32 = 37
+}
