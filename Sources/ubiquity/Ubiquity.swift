@@ -5,6 +5,9 @@ struct Ubiquity: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ubiquity",
         abstract: "Documents that save themselves and sync across your machines.",
-        subcommands: [DemoCommand.self, ServerCommand.self]
+        subcommands: [
+            DemoCommand.self, ServerCommand.self, LoginCommand.self, SyncCommand.self, ListCommand.self,
+            DownloadCommand.self,
+        ]
     )
 }

@@ -1,0 +1,113 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+import SyncEngine
+import UbiquityProtocol
+
+/// Options naming the device profile and the container folder.
+struct DeviceOptions: ParsableArguments {
+    @Option(help: "The device profile (several devices can live on one machine).") var profile = "device"
+    @Option(help: "The root of container folders (default: $XDG_DATA_HOME/ubiquity).") var root: String?
+
+    func layout(_ container: String) throws -> ContainerLayout {
+        ContainerLayout(
+            root: root.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? ContainerLayout.defaultRoot,
+            container: try ContainerID(container))
+    }
+}
+
+/// `ubiquity login`: sign this device in; the password is read from standard input.
+struct LoginCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "login", abstract: "Sign this device in to a sync service (password read from standard input).")
+
+    @Option(help: "The service's address, such as http://127.0.0.1:8080.") var server: String
+    @Option(help: "The account's name.") var account: String
+    @Option(help: "This device's name, shown as the saving computer of its versions.") var device: String
+    @OptionGroup var options: DeviceOptions
+
+    func run() async throws {
+        guard let password = readLine(strippingNewline: true), !password.isEmpty else {
+            throw ValidationError("give the password on standard input")
+        }
+        let client = ServiceClient(baseURL: server)
+        let login = try await client.login(LoginRequest(name: account, password: password, deviceName: device))
+        try DeviceProfile(server: server, account: account, token: login.token, device: login.info.device)
+            .save(as: options.profile)
+        print("signed in to \(server) as \(account) on \"\(device)\" (profile \(options.profile))")
+    }
+}
+
+/// `ubiquity sync --container ID`: keep a container folder in step with the service.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync", abstract: "Keep a container folder in step with the service (until interrupted).")
+
+    @Option(help: "The container, such as TEAM.com.example.grocery.") var container: String
+    @OptionGroup var options: DeviceOptions
+    @Flag(help: "Run one sync round and exit.") var once = false
+
+    func run() async throws {
+        let profile = try DeviceProfile.load(options.profile)
+        let layout = try options.layout(container)
+        var logger = Logger(label: "ubiquity.sync")
+        logger.logLevel = .info
+        let sync = try ContainerSync(
+            layout: layout, client: ServiceClient(baseURL: profile.server, token: profile.token),
+            device: profile.device, logger: logger)
+        if once {
+            let lock = try EngineLock(layout)
+            try await sync.syncOnce()
+            withExtendedLifetime(lock) {}
+            print("in step: \(layout.folder.path)")
+            return
+        }
+        print("syncing \(layout.folder.path) with \(profile.server); stop with Ctrl-C")
+        let engine = ContainerEngine(sync: sync, pushToken: profile.token, logger: logger)
+        try await ServiceGroup(
+            configuration: .init(services: [engine], gracefulShutdownSignals: [.sigint, .sigterm], logger: logger)
+        ).run()
+    }
+}
+
+/// `ubiquity ls --container ID`: the items the engine knows, with their state.
+struct ListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ls", abstract: "List a container's items: downloaded, placeholder (not downloaded), in conflict.")
+
+    @Option(help: "The container.") var container: String
+    @OptionGroup var options: DeviceOptions
+
+    func run() async throws {
+        let layout = try options.layout(container)
+        let state = try LocalStateStore(url: layout.stateDatabase)
+        for item in try state.items() {
+            var notes: [String] = []
+            if item.kind != .directory { notes.append(item.isPlaceholder ? "not downloaded" : "downloaded") }
+            if item.hasUnresolvedConflicts { notes.append("in conflict") }
+            let kind = item.kind == .directory ? "dir " : item.kind == .package ? "pkg " : "file"
+            print("\(kind)  \(item.path)  \(item.size) bytes  \(notes.joined(separator: ", "))")
+        }
+    }
+}
+
+/// `ubiquity download PATH --container ID`: fetch a placeholder's content.
+struct DownloadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "download", abstract: "Download the content of an item that is a placeholder.")
+
+    @Argument(help: "The item's path in the container, such as Documents/List.txt.") var path: String
+    @Option(help: "The container.") var container: String
+    @OptionGroup var options: DeviceOptions
+
+    func run() async throws {
+        let profile = try DeviceProfile.load(options.profile)
+        let layout = try options.layout(container)
+        let sync = try ContainerSync(
+            layout: layout, client: ServiceClient(baseURL: profile.server, token: profile.token),
+            device: profile.device)
+        try await sync.download(try ItemPath(path))
+        print("downloaded \(layout.url(of: try ItemPath(path)).path)")
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import SyncEngine
+import Testing
+import UbiquityProtocol
+
+/// `ubiquity login`, `sync --once`, `ls` and `download`, run as a user would: the real executable, two device
+/// profiles on one machine, a live service.
+@Suite("ubiquity login, sync, ls and download")
+struct DeviceCommandTests {
+    struct Run {
+        var status: Int32
+        var output: String
+    }
+
+    /// Runs the built `ubiquity` with `arguments`, `input` on standard input, in an environment whose config and
+    /// data folders are the test's own.
+    private func ubiquity(_ arguments: [String], input: String = "", home: URL) throws -> Run {
+        let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let executable = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("ubiquity")
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = home.appendingPathComponent("config").path
+        environment["XDG_DATA_HOME"] = home.appendingPathComponent("data").path
+        process.environment = environment
+        let output = Pipe()
+        let stdin = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = stdin
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+    }
+
+    @Test("Two profiles on one machine: sign in, sync a file across, see it listed as a placeholder, download it")
+    func profilesSyncThroughTheCommandLine() async throws {
+        let service = try await LocalService.start()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-cli-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        _ = try await ServiceClient(baseURL: service.baseURL).register(name: "ada", password: "correct horse")
+        let container = "TEAM.com.example.grocery"
+        for device in ["laptop", "desktop"] {
+            let login = try ubiquity(
+                ["login", "--server", service.baseURL, "--account", "ada", "--device", device, "--profile", device],
+                input: "correct horse\n", home: home)
+            #expect(login.status == 0, "login: \(login.output)")
+        }
+        let profile = home.appendingPathComponent("config/ubiquity/laptop.json")
+        let permissions = try FileManager.default.attributesOfItem(atPath: profile.path)[.posixPermissions] as? Int
+        #expect(permissions == 0o600, "the token is readable by the owner only")
+        let wrong = try ubiquity(
+            ["login", "--server", service.baseURL, "--account", "ada", "--device", "x", "--profile", "x"],
+            input: "wrong password\n", home: home)
+        #expect(wrong.status != 0)
+        #expect(wrong.output.contains("invalidCredentials") || wrong.output.contains("wrong"))
+
+        let laptopRoot = home.appendingPathComponent("laptop").path
+        let desktopRoot = home.appendingPathComponent("desktop").path
+        let documents = URL(fileURLWithPath: laptopRoot).appendingPathComponent("\(container)/Documents")
+        try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: true)
+        let text = String(repeating: "a big grocery list ", count: 100_000)  // above the eager download limit
+        try Data(text.utf8).write(to: documents.appendingPathComponent("Big.txt"))
+        let up = try ubiquity(
+            ["sync", "--once", "--container", container, "--profile", "laptop", "--root", laptopRoot], home: home)
+        #expect(up.status == 0, "sync on the laptop: \(up.output)")
+        let down = try ubiquity(
+            ["sync", "--once", "--container", container, "--profile", "desktop", "--root", desktopRoot], home: home)
+        #expect(down.status == 0, "sync on the desktop: \(down.output)")
+
+        let listing = try ubiquity(
+            ["ls", "--container", container, "--profile", "desktop", "--root", desktopRoot], home: home)
+        #expect(listing.output.contains("Documents/Big.txt"))
+        #expect(listing.output.contains("not downloaded"))
+        let fetched = try ubiquity(
+            ["download", "Documents/Big.txt", "--container", container, "--profile", "desktop", "--root", desktopRoot],
+            home: home)
+        #expect(fetched.status == 0, "download: \(fetched.output)")
+        let copy = URL(fileURLWithPath: desktopRoot).appendingPathComponent("\(container)/Documents/Big.txt")
+        #expect(try Data(contentsOf: copy) == Data(text.utf8))
+        await service.remove()
+    }
+}
