@@ -8,6 +8,7 @@ public struct ServerMetrics: Sendable {
     let failures: Counter
     let commits: Counter
     let bytesIn: Counter
+    let chunksIn: Counter
     let bytesOut: Counter
     let pushConnections: Gauge
     let pushMessages: Counter
@@ -21,6 +22,7 @@ public struct ServerMetrics: Sendable {
             descriptor: Self.descriptor(
                 "commits", "total", "item changes committed (versions, moves, deletes, resolutions)"))
         bytesIn = registry.makeCounter(descriptor: Self.descriptor("chunk_bytes_in", "total", "chunk bytes received"))
+        chunksIn = registry.makeCounter(descriptor: Self.descriptor("chunks_in", "total", "chunks received"))
         bytesOut = registry.makeCounter(descriptor: Self.descriptor("chunk_bytes_out", "total", "chunk bytes sent"))
         pushConnections = registry.makeGauge(
             descriptor: Self.descriptor("push_connections", "", "open push connections"))

@@ -55,6 +55,7 @@ extension RouteEnvironment {
                 throw error
             }
             metrics.bytesIn.increment(by: upload.byteCount)
+            metrics.chunksIn.increment()
             let added = try await store.addChunk(
                 ChunkReference(hash: hash, size: upload.byteCount), to: container.account)
             return Response(status: added ? .created : .ok)
