@@ -58,7 +58,9 @@ extension ContainerSync {
         if let known, known.path != record.path {
             try moveLocalCopy(of: known, to: record.path)
             item.path = record.path
-            if let identity = try? Self.identity(of: layout.url(of: record.path)), known.identity != nil {
+            if let identity = try? scanner.identity(of: layout.url(of: record.path), kind: record.kind),
+                known.identity != nil
+            {
                 item.identity = identity
             }
         }
@@ -66,7 +68,7 @@ extension ContainerSync {
         item.hasUnresolvedConflicts = conflicts
         if record.kind == .directory {
             try FileManager.default.createDirectory(at: layout.url(of: record.path), withIntermediateDirectories: true)
-            item.identity = try Self.identity(of: layout.url(of: record.path))
+            item.identity = try scanner.identity(of: layout.url(of: record.path), kind: .directory)
             try state.update(saving: [item])
             return
         }
@@ -94,31 +96,35 @@ extension ContainerSync {
         try await download(current, into: item)
     }
 
-    /// Assembles `version` in `.ubiquity/tmp/`, checks its content hash, and puts it in place with a coordinated
-    /// write (an open document sees another writer's change).
+    /// Assembles `version` in `.ubiquity/tmp/`, checks it against its hashes, and puts it in place with a
+    /// coordinated write (an open document sees another writer's change).
     private func download(_ version: VersionRecord, into item: LocalItem) async throws {
-        guard case .file(let chunks) = version.manifest else { return }  // packages come with their own step
         let temporary = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
-        guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
-            throw POSIXError(.EIO)
-        }
-        let handle = try FileHandle(forWritingTo: temporary)
-        var hasher = SHA256()
         do {
-            for chunk in chunks {
-                try await client.downloadChunk(chunk.hash, in: container) { piece in
-                    piece.withUnsafeReadableBytes { hasher.update(bufferPointer: $0) }
-                    try handle.write(contentsOf: Data(piece.readableBytesView))
+            switch version.manifest {
+            case .file(let chunks):
+                let hash = try await assemble(chunks, into: temporary)
+                guard hash == version.contentHash else {
+                    throw ProtocolError(
+                        .chunkHashMismatch, "the downloaded content of \(item.path) does not match its hash")
+                }
+            case .package(let entries):
+                guard try LocalContent.hash(of: version.manifest) == version.contentHash else {
+                    throw ProtocolError(.chunkHashMismatch, "the manifest of \(item.path) does not match its hash")
+                }
+                try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+                for entry in entries {
+                    let member = temporary.appendingPathComponent(entry.path.string)
+                    if entry.kind == .directory {
+                        try FileManager.default.createDirectory(at: member, withIntermediateDirectories: true)
+                    } else {
+                        try FileManager.default.createDirectory(
+                            at: member.deletingLastPathComponent(), withIntermediateDirectories: true)
+                        _ = try await assemble(entry.chunks, into: member)
+                    }
                 }
             }
-            try handle.synchronize()
-            try handle.close()
-            guard try ChunkHash(digest: hasher.finalize()) == version.contentHash else {
-                throw ProtocolError(
-                    .chunkHashMismatch, "the downloaded content of \(item.path) does not match its hash")
-            }
         } catch {
-            try? handle.close()
             try? FileManager.default.removeItem(at: temporary)
             throw error
         }
@@ -128,18 +134,48 @@ extension ContainerSync {
         }
         try FileManager.default.createDirectory(
             at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let replaced = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
         try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
+                try FileManager.default.moveItem(at: url, to: replaced)  // an old package makes way whole
+            }
             guard rename(temporary.path, url.path) == 0 else {
                 throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
             }
         }
+        try? FileManager.default.removeItem(at: replaced)
         var updated = item
-        updated.identity = try Self.identity(of: destination)
+        updated.identity = try scanner.identity(of: destination, kind: item.kind)
         updated.baseVersion = version.id
         updated.contentHash = version.contentHash
         updated.size = version.size
         updated.isPlaceholder = false
         try state.update(saving: [updated])
+    }
+
+    /// Downloads `chunks` into a new file at `url`, checking each chunk against its hash, and flushes it.
+    /// - Returns: The SHA-256 of the whole file.
+    private func assemble(_ chunks: [ChunkReference], into url: URL) async throws -> ChunkHash {
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else { throw POSIXError(.EIO) }
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        var whole = SHA256()
+        for chunk in chunks {
+            var piece = SHA256()
+            try await client.downloadChunk(chunk.hash, in: container) { bytes in
+                bytes.withUnsafeReadableBytes {
+                    whole.update(bufferPointer: $0)
+                    piece.update(bufferPointer: $0)
+                }
+                try handle.write(contentsOf: Data(bytes.readableBytesView))
+            }
+            guard try ChunkHash(digest: piece.finalize()) == chunk.hash else {
+                throw ProtocolError(.chunkHashMismatch, "chunk \(chunk.hash) arrived with other bytes")
+            }
+        }
+        try handle.synchronize()
+        return try ChunkHash(digest: whole.finalize())
     }
 
     /// Moves a local file the engine does not know out of the way of a download to the same path: it becomes
@@ -162,7 +198,7 @@ extension ContainerSync {
     /// Whether the local copy is as it was when last in step (so replacing or removing it loses nothing).
     private func isUnmodified(_ item: LocalItem) throws -> Bool {
         guard let identity = item.identity else { return item.isPlaceholder }
-        guard let now = try? Self.identity(of: layout.url(of: item.path)) else { return true }
+        guard let now = try? scanner.identity(of: layout.url(of: item.path), kind: item.kind) else { return true }
         return now.size == identity.size && now.modified == identity.modified && now.isSameFile(as: identity)
     }
 

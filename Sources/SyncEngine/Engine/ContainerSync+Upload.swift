@@ -20,10 +20,10 @@ extension ContainerSync {
                 guard let found = scan.items[path] else { continue }
                 try await create(found, kind: kind)
             case .modified(let id):
-                guard var item = try state.item(id), let found = scan.items[item.path], found.kind == .file else {
+                guard var item = try state.item(id), let found = scan.items[item.path], found.kind != .directory else {
                     continue
                 }
-                let (content, identity) = try readContent(at: item.path)
+                let (content, identity) = try readContent(at: item.path, kind: found.kind)
                 try await uploadChunks(of: content, at: item.path)
                 let version = makeVersion(of: id, content, identity, basedOn: item.baseVersion)
                 let answer = try await client.commit(version, in: container)
@@ -75,24 +75,21 @@ extension ContainerSync {
             }
             try state.update(
                 saving: [LocalItem(id: folderID, path: found.path, kind: .directory, identity: found.identity)])
-        case .file:
-            let (content, identity) = try readContent(at: found.path)
+        case .file, .package:
+            let (content, identity) = try readContent(at: found.path, kind: kind)
             try await uploadChunks(of: content, at: found.path)
             let version = makeVersion(of: id, content, identity, basedOn: nil)
             let answer = try await client.createItem(
-                CreateItemRequest(id: id, path: found.path, kind: .file, version: version), in: container)
-            var item = LocalItem(id: id, path: found.path, kind: .file)
+                CreateItemRequest(id: id, path: found.path, kind: kind, version: version), in: container)
+            var item = LocalItem(id: id, path: found.path, kind: kind)
             try await settle(&item, after: answer, uploaded: version, content: content, identity: identity)
-        case .package:
-            // Packages are synced as manifests of their members in a later step; until then they stay local.
-            logger.notice("package not synced yet", metadata: ["path": "\(found.path)"])
         }
     }
 
     /// Records what a commit did: a version that became current (or was already there) is now the local base; one
     /// kept as a conflict leaves the service's current version to come down.
     private func settle(
-        _ item: inout LocalItem, after answer: ItemResponse, uploaded version: VersionRecord, content: ChunkedContent,
+        _ item: inout LocalItem, after answer: ItemResponse, uploaded version: VersionRecord, content: LocalContent,
         identity: LocalFileIdentity
     ) async throws {
         item.serverVersion = answer.item.currentVersion
@@ -111,53 +108,47 @@ extension ContainerSync {
         }
     }
 
-    /// Chunks and hashes the file at `path` under a coordinated read; the identity is taken inside the same access,
-    /// and a file that changed while it was read is refused (it is read again next round).
-    func readContent(at path: ItemPath) throws -> (ChunkedContent, LocalFileIdentity) {
+    /// Chunks and hashes the file or package at `path` under a coordinated read; the identity is taken inside the
+    /// same access, and an item that changed while it was read is refused (it is read again next round).
+    func readContent(at path: ItemPath, kind: ItemKind) throws -> (LocalContent, LocalFileIdentity) {
         let url = layout.url(of: path)
         return try FileCoordinator().coordinate(readingItemAt: url) { url in
-            let before = try Self.identity(of: url)
-            let content = try configuration.chunker.chunksAndContentHash(ofFileAt: url)
-            guard try Self.identity(of: url) == before else {
+            let before = try scanner.identity(of: url, kind: kind)
+            let content =
+                kind == .package
+                ? try LocalContent(package: url, chunker: configuration.chunker)
+                : try LocalContent(file: url, chunker: configuration.chunker)
+            guard try scanner.identity(of: url, kind: kind) == before else {
                 throw ProtocolError(.malformedRequest, "\(path) changed while it was read; it is read again later")
             }
             return (content, before)
         }
     }
 
-    /// Uploads the chunks of `content` the service lacks, reading each from the file by its offset.
-    private func uploadChunks(of content: ChunkedContent, at path: ItemPath) async throws {
-        var missing = Set(try await client.missingChunks(content.chunks, in: container))
-        guard !missing.isEmpty else { return }
-        let descriptor = open(layout.url(of: path).path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(descriptor) }
-        var offset: Int64 = 0
-        for chunk in content.chunks {
-            defer { offset += chunk.size }
-            guard missing.remove(chunk.hash) != nil else { continue }
+    /// Uploads the chunks of `content` the service lacks, reading each from its file by its offset.
+    private func uploadChunks(of content: LocalContent, at path: ItemPath) async throws {
+        let missing = try await client.missingChunks(content.manifest.chunks, in: container)
+        for hash in missing {
+            guard let source = content.sources[hash] else { continue }
+            let descriptor = open(source.file.path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            defer { close(descriptor) }
             var buffer = ByteBuffer()
-            let count = Int(chunk.size)
+            let count = Int(source.size)
             let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
-                max(0, pread(descriptor, bytes.baseAddress, count, off_t(offset)))
+                max(0, pread(descriptor, bytes.baseAddress, count, off_t(source.offset)))
             }
             guard read == count else { throw POSIXError(.EIO) }
-            try await client.uploadChunk(buffer, hash: chunk.hash, in: container)
+            try await client.uploadChunk(buffer, hash: hash, in: container)
         }
     }
 
     private func makeVersion(
-        of id: ItemID, _ content: ChunkedContent, _ identity: LocalFileIdentity, basedOn: VersionID?
+        of id: ItemID, _ content: LocalContent, _ identity: LocalFileIdentity, basedOn: VersionID?
     ) -> VersionRecord {
         VersionRecord(
             id: VersionID(), itemID: id, manifest: content.manifest, contentHash: content.contentHash,
             modificationDate: Date(timeIntervalSince1970: Double(identity.modified) / 1e9), savingDevice: device,
             basedOn: basedOn)
-    }
-
-    static func identity(of url: URL) throws -> LocalFileIdentity {
-        var info = stat()
-        guard lstat(url.path, &info) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        return LocalFileIdentity(info)
     }
 }

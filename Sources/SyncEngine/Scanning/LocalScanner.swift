@@ -84,6 +84,13 @@ public struct LocalScanner: Sendable {
         }
     }
 
+    /// The identity of the item at `url` as a scan would report it.
+    public func identity(of url: URL, kind: ItemKind) throws -> LocalFileIdentity {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return kind == .package ? packageIdentity(url.path, info) : LocalFileIdentity(info)
+    }
+
     /// A package's identity: its folder's device and inode, its members' total size, and the latest modification
     /// and status change of the folder and every member — so any change inside shows.
     private func packageIdentity(_ path: String, _ info: stat) -> LocalFileIdentity {

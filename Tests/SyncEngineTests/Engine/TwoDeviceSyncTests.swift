@@ -1,3 +1,4 @@
+import DocumentKit
 import Foundation
 import SyncEngine
 import Testing
@@ -43,9 +44,14 @@ struct TwoDeviceSyncTests {
             func device(_ name: String) async throws -> ContainerSync {
                 let client = try await service.signIn(account: "ada", device: name)
                 let layout = ContainerLayout(root: root.appendingPathComponent(name), container: Self.container)
+                let types = DocumentTypeRegistry()
+                types.register(
+                    DocumentType(
+                        identifier: "com.example.grocery-item", conformsTo: ["com.apple.package"],
+                        filenameExtensions: ["item"]))
                 return try ContainerSync(
                     layout: layout, client: client, device: SavingDevice(id: DeviceID(), name: name),
-                    configuration: .init(eagerDownloadLimit: eagerLimit))
+                    configuration: .init(eagerDownloadLimit: eagerLimit), types: types)
             }
             let devices = Devices(
                 service: service, root: root, laptop: try await device("laptop"), desktop: try await device("desktop"))
@@ -139,6 +145,29 @@ struct TwoDeviceSyncTests {
             let detail = try await laptop.client.item(item.id, in: Self.container)
             let conflicts = detail.versions.filter { $0.isConflict && !$0.isResolved }
             #expect(conflicts.count == 1, "the other edit is kept, not dropped")
+        }
+    }
+}
+
+extension TwoDeviceSyncTests {
+    @Test("A package syncs as one item: created, a member changed, seen whole on the other device")
+    func packagesSyncWhole() async throws {
+        try await withDevices { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            try devices.write("Milk", to: "Documents/Item_1.item/name.txt", on: laptop)
+            try devices.write("png bytes", to: "Documents/Item_1.item/Images/photo.png", on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            #expect(devices.read("Documents/Item_1.item/name.txt", on: desktop) == "Milk")
+            #expect(devices.read("Documents/Item_1.item/Images/photo.png", on: desktop) == "png bytes")
+            let items = try await desktop.items()
+            #expect(items.filter { $0.path.string.hasPrefix("Documents/Item_1.item") }.map(\.kind) == [.package])
+
+            try devices.write("Oat milk", to: "Documents/Item_1.item/name.txt", on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            #expect(devices.read("Documents/Item_1.item/name.txt", on: desktop) == "Oat milk")
+            #expect(devices.read("Documents/Item_1.item/Images/photo.png", on: desktop) == "png bytes")
         }
     }
 }
