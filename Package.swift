@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "DocumentKit", targets: ["DocumentKit"]),
         .library(name: "UbiquityProtocol", targets: ["UbiquityProtocol"]),
+        .library(name: "SyncEngine", targets: ["SyncEngine"]),
         .executable(name: "ubiquity", targets: ["ubiquity"]),
         .executable(name: "ubiquity-bench", targets: ["ubiquity-bench"]),
     ],
@@ -28,6 +29,21 @@ let package = Package(
     targets: [
         .target(name: "DocumentKit"),
         .target(name: "UbiquityProtocol"),
+        .target(
+            name: "SyncEngine",
+            dependencies: [
+                "DocumentKit",
+                "UbiquityProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "UbiquityServer",
             dependencies: [
@@ -51,18 +67,22 @@ let package = Package(
             name: "ubiquity",
             dependencies: [
                 "DocumentKit",
+                "SyncEngine",
                 "UbiquityServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(
             name: "ubiquity-bench",
             dependencies: [
                 "DocumentKit",
+                "SyncEngine",
                 "UbiquityServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -78,6 +98,20 @@ let package = Package(
             dependencies: ["DocumentKit", "document-test-helper", "ubiquity"]
         ),
         .testTarget(name: "UbiquityProtocolTests", dependencies: ["UbiquityProtocol"]),
+        // Vectors/ holds the chunker's test vectors and the Python reference that made them; the tests read them.
+        .testTarget(
+            name: "SyncEngineTests",
+            dependencies: [
+                "DocumentKit",
+                "SyncEngine",
+                "UbiquityProtocol",
+                "UbiquityServer",
+                "ubiquity",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            exclude: ["Vectors"]
+        ),
         .testTarget(
             name: "UbiquityServerTests",
             dependencies: [
