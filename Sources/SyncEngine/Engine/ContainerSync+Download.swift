@@ -180,7 +180,7 @@ extension ContainerSync {
 
     /// Moves a local file the engine does not know out of the way of a download to the same path: it becomes
     /// "Name (conflicted copy).ext" (numbered if taken) and is uploaded as an item of its own next round.
-    private func moveAside(_ url: URL) throws {
+    func moveAside(_ url: URL) throws {
         let folder = url.deletingLastPathComponent()
         let base = url.deletingPathExtension().lastPathComponent
         let suffix = url.pathExtension.isEmpty ? "" : "." + url.pathExtension

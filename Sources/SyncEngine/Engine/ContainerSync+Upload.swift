@@ -79,11 +79,42 @@ extension ContainerSync {
             let (content, identity) = try readContent(at: found.path, kind: kind)
             try await uploadChunks(of: content, at: found.path)
             let version = makeVersion(of: id, content, identity, basedOn: nil)
-            let answer = try await client.createItem(
-                CreateItemRequest(id: id, path: found.path, kind: kind, version: version), in: container)
+            let answer: ItemResponse
+            do {
+                answer = try await client.createItem(
+                    CreateItemRequest(id: id, path: found.path, kind: kind, version: version), in: container)
+            } catch let error as ProtocolError where error.code == .pathCollision {
+                try await resolveCollision(at: found.path, kind: kind, content: content, identity: identity)
+                return
+            }
             var item = LocalItem(id: id, path: found.path, kind: kind)
             try await settle(&item, after: answer, uploaded: version, content: content, identity: identity)
         }
+    }
+
+    /// A new local item whose path the service already has: the same content there means it is that item (a
+    /// create whose answer was lost, or the same file made on two devices), which is adopted; other content there
+    /// means another item, and the local one steps aside as a "conflicted copy" to be uploaded next round.
+    private func resolveCollision(
+        at path: ItemPath, kind: ItemKind, content: LocalContent, identity: LocalFileIdentity
+    ) async throws {
+        let existing = try await client.items(in: container).items.first {
+            !$0.isDeleted && $0.path.collisionKey == path.collisionKey
+        }
+        if let existing, existing.kind == kind, existing.path == path {
+            let detail = try await client.item(existing.id, in: container)
+            if let current = detail.versions.first(where: { $0.id == existing.currentVersion }),
+                current.contentHash == content.contentHash
+            {
+                let item = LocalItem(
+                    id: existing.id, path: path, kind: kind, identity: identity, baseVersion: current.id,
+                    serverVersion: current.id, contentHash: current.contentHash, size: current.size,
+                    hasUnresolvedConflicts: detail.versions.contains { $0.isConflict && !$0.isResolved })
+                try state.update(saving: [item])
+                return
+            }
+        }
+        try moveAside(layout.url(of: path))
     }
 
     /// Records what a commit did: a version that became current (or was already there) is now the local base; one

@@ -48,6 +48,10 @@ public actor ContainerSync {
         types: DocumentTypeRegistry = .default, logger: Logger = Logger(label: "ubiquity.sync")
     ) throws {
         try layout.create()
+        // Downloads a killed engine left half-assembled are of no use: they start again.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? [] {
+            try? FileManager.default.removeItem(at: layout.temporary.appendingPathComponent(name))
+        }
         self.layout = layout
         self.client = client
         self.device = device

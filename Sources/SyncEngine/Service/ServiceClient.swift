@@ -27,7 +27,7 @@ public struct ServiceClient: Sendable {
     /// - Parameters:
     ///   - baseURL: The service's address.
     ///   - token: The device's bearer token, if signed in.
-    ///   - httpClient: The HTTP client to send with (default: the shared one).
+    ///   - httpClient: The HTTP client to send with (default: ``failFastHTTPClient``).
     ///   - timeout: How long one request may take (default 60 s).
     public init(
         baseURL: String, token: String? = nil, httpClient: HTTPClient = .shared, timeout: TimeAmount = .seconds(60)
@@ -37,6 +37,15 @@ public struct ServiceClient: Sendable {
         self.http = httpClient
         self.timeout = timeout
     }
+
+    /// The process's HTTP client for the service: a connection that cannot be made fails at once (within 5 s)
+    /// instead of being retried until the request's deadline, so an unreachable service reads as "offline" quickly.
+    /// It lives as long as the process.
+    public static let failFastHTTPClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
 
     /// The same service, signed in with `token`.
     public func signedIn(with token: String) -> ServiceClient {

@@ -171,3 +171,66 @@ extension TwoDeviceSyncTests {
         }
     }
 }
+
+extension TwoDeviceSyncTests {
+    @Test("Changes made while the service is down go up when it is back, and reach the other device")
+    func offlineChangesGoUpLater() async throws {
+        let service = try await LocalService.start()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-offline-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        func device(_ name: String) async throws -> ContainerSync {
+            var client = try await service.signIn(account: "ada", device: name)
+            // A service stopped inside this process leaves its kept-alive connections open but unanswered (a
+            // stopped process would close them), so requests on them wait for the timeout: keep it short.
+            client.timeout = .seconds(3)
+            return try ContainerSync(
+                layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
+                client: client, device: SavingDevice(id: DeviceID(), name: name))
+        }
+        let laptop = try await device("laptop")
+        let desktop = try await device("desktop")
+        let list = laptop.layout.documents.appendingPathComponent("List.txt")
+        try Data("milk".utf8).write(to: list)
+        try await laptop.syncOnce()
+
+        await service.stop()
+        try Data("milk, eggs".utf8).write(to: list)
+        try Data("new while offline".utf8).write(to: laptop.layout.documents.appendingPathComponent("Offline.txt"))
+        await #expect(throws: (any Error).self, "the service is unreachable") { try await laptop.syncOnce() }
+
+        let back = try await LocalService.start(in: service.directory, port: service.port)
+        try await laptop.syncOnce()
+        try await desktop.syncOnce()
+        let documents = desktop.layout.documents
+        #expect(try Data(contentsOf: documents.appendingPathComponent("List.txt")) == Data("milk, eggs".utf8))
+        #expect(try Data(contentsOf: documents.appendingPathComponent("Offline.txt")) == Data("new while offline".utf8))
+        await back.remove()
+    }
+
+    @Test(
+        "A create whose answer was lost is adopted, not duplicated; another item at the path moves the local one aside")
+    func collisionsAdoptOrStepAside() async throws {
+        try await withDevices { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            // The same file made on both devices before either synced: one item, no copy.
+            try devices.write("same", to: "Documents/Same.txt", on: laptop)
+            try devices.write("same", to: "Documents/Same.txt", on: desktop)
+            // Different files at one path: both kept, the second as a conflicted copy.
+            try devices.write("laptop's", to: "Documents/Note.txt", on: laptop)
+            try devices.write("desktop's", to: "Documents/Note.txt", on: desktop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            try await desktop.syncOnce()
+            try await laptop.syncOnce()
+            for device in [laptop, desktop] {
+                #expect(
+                    try devices.documents(on: device) == ["Note (conflicted copy).txt", "Note.txt", "Same.txt"],
+                    "\(device.device.name)")
+                #expect(devices.read("Documents/Note.txt", on: device) == "laptop's")
+                #expect(devices.read("Documents/Note (conflicted copy).txt", on: device) == "desktop's")
+            }
+            #expect(try await laptop.items().filter { $0.path.string == "Documents/Same.txt" }.count == 1)
+        }
+    }
+}
