@@ -56,7 +56,7 @@ extension ContainerSync {
                 id: record.id, path: record.path, kind: record.kind, size: current?.size ?? 0,
                 isPlaceholder: record.kind != .directory)
         if let known, known.path != record.path {
-            try moveLocalCopy(of: known, to: record.path)
+            try await moveLocalCopy(of: known, to: record.path)
             item.path = record.path
             if let identity = try? scanner.identity(of: layout.url(of: record.path), kind: record.kind),
                 known.identity != nil
@@ -135,13 +135,15 @@ extension ContainerSync {
         try FileManager.default.createDirectory(
             at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
         let replaced = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
-        try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
-                try FileManager.default.moveItem(at: url, to: replaced)  // an old package makes way whole
-            }
-            guard rename(temporary.path, url.path) == 0 else {
-                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        try await BlockingWork.run {
+            try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
+                var isDirectory: ObjCBool = false
+                if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
+                    try FileManager.default.moveItem(at: url, to: replaced)  // an old package makes way whole
+                }
+                guard rename(temporary.path, url.path) == 0 else {
+                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                }
             }
         }
         try? FileManager.default.removeItem(at: replaced)
@@ -174,7 +176,7 @@ extension ContainerSync {
                 throw ProtocolError(.chunkHashMismatch, "chunk \(chunk.hash) arrived with other bytes")
             }
         }
-        try handle.synchronize()
+        try await BlockingWork.run { try handle.synchronize() }
         return try ChunkHash(digest: whole.finalize())
     }
 
@@ -203,16 +205,18 @@ extension ContainerSync {
     }
 
     /// Moves the local copy of an item that was moved elsewhere (a placeholder has nothing to move).
-    private func moveLocalCopy(of item: LocalItem, to path: ItemPath) throws {
+    private func moveLocalCopy(of item: LocalItem, to path: ItemPath) async throws {
         let from = layout.url(of: item.path)
         let to = layout.url(of: path)
         guard FileManager.default.fileExists(atPath: from.path), !FileManager.default.fileExists(atPath: to.path) else {
             return
         }
         try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try FileCoordinator().coordinate(writingItemAt: from, options: .forMoving, writingItemAt: to, options: []) {
-            from, to in
-            try FileManager.default.moveItem(at: from, to: to)
+        try await BlockingWork.run {
+            try FileCoordinator().coordinate(writingItemAt: from, options: .forMoving, writingItemAt: to, options: []) {
+                from, to in
+                try FileManager.default.moveItem(at: from, to: to)
+            }
         }
     }
 }

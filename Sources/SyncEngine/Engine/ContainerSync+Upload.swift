@@ -12,7 +12,8 @@ import UbiquityProtocol
 extension ContainerSync {
     /// Sends what changed on disk since the last round.
     func pushLocalChanges() async throws {
-        let scan = try scanner.scan(layout.folder)
+        let (scanner, folder) = (scanner, layout.folder)
+        let scan = try await BlockingWork.run { try scanner.scan(folder) }
         let known = try state.items()
         for change in LocalChangeDetector.changes(known: known, scanned: scan.items) {
             switch change {
@@ -23,7 +24,7 @@ extension ContainerSync {
                 guard var item = try state.item(id), let found = scan.items[item.path], found.kind != .directory else {
                     continue
                 }
-                let (content, identity) = try readContent(at: item.path, kind: found.kind)
+                let (content, identity) = try await readContent(at: item.path, kind: found.kind)
                 try await uploadChunks(of: content, at: item.path)
                 let version = makeVersion(of: id, content, identity, basedOn: item.baseVersion)
                 let answer = try await client.commit(version, in: container)
@@ -76,7 +77,7 @@ extension ContainerSync {
             try state.update(
                 saving: [LocalItem(id: folderID, path: found.path, kind: .directory, identity: found.identity)])
         case .file, .package:
-            let (content, identity) = try readContent(at: found.path, kind: kind)
+            let (content, identity) = try await readContent(at: found.path, kind: kind)
             try await uploadChunks(of: content, at: found.path)
             let version = makeVersion(of: id, content, identity, basedOn: nil)
             let answer: ItemResponse
@@ -141,14 +142,23 @@ extension ContainerSync {
 
     /// Chunks and hashes the file or package at `path` under a coordinated read; the identity is taken inside the
     /// same access, and an item that changed while it was read is refused (it is read again next round).
-    func readContent(at path: ItemPath, kind: ItemKind) throws -> (LocalContent, LocalFileIdentity) {
+    func readContent(at path: ItemPath, kind: ItemKind) async throws -> (LocalContent, LocalFileIdentity) {
         let url = layout.url(of: path)
-        return try FileCoordinator().coordinate(readingItemAt: url) { url in
+        let (scanner, chunker) = (scanner, configuration.chunker)
+        return try await BlockingWork.run {
+            try Self.readContent(at: url, path: path, kind: kind, scanner: scanner, chunker: chunker)
+        }
+    }
+
+    private static func readContent(
+        at url: URL, path: ItemPath, kind: ItemKind, scanner: LocalScanner, chunker: FileChunker
+    ) throws -> (LocalContent, LocalFileIdentity) {
+        try FileCoordinator().coordinate(readingItemAt: url) { url in
             let before = try scanner.identity(of: url, kind: kind)
             let content =
                 kind == .package
-                ? try LocalContent(package: url, chunker: configuration.chunker)
-                : try LocalContent(file: url, chunker: configuration.chunker)
+                ? try LocalContent(package: url, chunker: chunker)
+                : try LocalContent(file: url, chunker: chunker)
             guard try scanner.identity(of: url, kind: kind) == before else {
                 throw ProtocolError(.malformedRequest, "\(path) changed while it was read; it is read again later")
             }
