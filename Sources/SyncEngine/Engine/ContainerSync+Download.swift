@@ -135,8 +135,13 @@ extension ContainerSync {
         try FileManager.default.createDirectory(
             at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
         let replaced = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
-        try await BlockingWork.run {
-            try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
+        let (scanner, kind) = (scanner, item.kind)
+        // The identity recorded is the one of the bytes just placed: taken inside the coordinated write, and only
+        // if the placed item is still the assembled one (same inode, size and modification time); if another
+        // writer got in first, the assembled identity is recorded, so the next scan sees that writer's change.
+        let placed = try await BlockingWork.run {
+            let assembled = try scanner.identity(of: temporary, kind: kind)
+            return try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
                 var isDirectory: ObjCBool = false
                 if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
                     try FileManager.default.moveItem(at: url, to: replaced)  // an old package makes way whole
@@ -144,11 +149,15 @@ extension ContainerSync {
                 guard rename(temporary.path, url.path) == 0 else {
                     throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
                 }
+                let now = try scanner.identity(of: url, kind: kind)
+                let untouched =
+                    now.isSameFile(as: assembled) && now.size == assembled.size && now.modified == assembled.modified
+                return untouched ? now : assembled
             }
         }
         try? FileManager.default.removeItem(at: replaced)
         var updated = item
-        updated.identity = try scanner.identity(of: destination, kind: item.kind)
+        updated.identity = placed
         updated.baseVersion = version.id
         updated.contentHash = version.contentHash
         updated.size = version.size

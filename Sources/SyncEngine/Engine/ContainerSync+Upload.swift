@@ -25,6 +25,11 @@ extension ContainerSync {
                     continue
                 }
                 let (content, identity) = try await readContent(at: item.path, kind: found.kind)
+                if content.contentHash == item.contentHash, item.baseVersion != nil {
+                    item.identity = identity  // only the recorded identity was stale (or racy): nothing to send
+                    try state.update(saving: [item])
+                    continue
+                }
                 try await uploadChunks(of: content, at: item.path)
                 let version = makeVersion(of: id, content, identity, basedOn: item.baseVersion)
                 let answer = try await client.commit(version, in: container)

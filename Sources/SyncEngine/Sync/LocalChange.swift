@@ -15,7 +15,8 @@ public enum LocalChange: Hashable, Sendable {
 /// The pure comparison behind the start-up scan: what changed on disk since the state database was last in step.
 ///
 /// - A known item whose path holds an item of the same kind with the recorded identity is unchanged; with
-///   another identity it is ``LocalChange/modified(itemID:)`` (a folder's own times do not count).
+///   another identity, or a racy recorded one (``LocalFileIdentity/isRacy``: its content is checked), it is
+///   ``LocalChange/modified(itemID:)`` (a folder's own times do not count).
 /// - A known item missing from its path is ``LocalChange/moved(itemID:from:to:)`` when a new path holds the same
 ///   file (device and inode) — also ``LocalChange/modified(itemID:)`` if its size or modification time changed on
 ///   the way — and
@@ -36,7 +37,7 @@ public enum LocalChangeDetector {
                 continue
             }
             unclaimed[item.path] = nil
-            if item.kind != .directory, let identity = item.identity, identity != found.identity {
+            if item.kind != .directory, let identity = item.identity, identity != found.identity || identity.isRacy {
                 modified.append(.modified(itemID: item.id))
             }
             if item.kind != .directory, item.identity == nil, !item.isPlaceholder {

@@ -111,3 +111,23 @@ struct DownloadCommand: AsyncParsableCommand {
         print("downloaded \(layout.url(of: try ItemPath(path)).path)")
     }
 }
+
+/// `ubiquity evict PATH --container ID`: drop an item's local content, keeping a placeholder.
+struct EvictCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evict", abstract: "Drop the local content of an uploaded item, leaving a placeholder.")
+
+    @Argument(help: "The item's path in the container, such as Documents/Big.pdf.") var path: String
+    @Option(help: "The container.") var container: String
+    @OptionGroup var options: DeviceOptions
+
+    func run() async throws {
+        let profile = try DeviceProfile.load(options.profile)
+        let layout = try options.layout(container)
+        let sync = try ContainerSync(
+            layout: layout, client: ServiceClient(baseURL: profile.server, token: profile.token),
+            device: profile.device)
+        try await sync.evict(try ItemPath(path))
+        print("evicted \(layout.url(of: try ItemPath(path)).path); `ubiquity download` brings it back")
+    }
+}

@@ -234,3 +234,30 @@ extension TwoDeviceSyncTests {
         }
     }
 }
+
+extension TwoDeviceSyncTests {
+    @Test("Evicting leaves a placeholder that downloads again; a copy with changes not yet uploaded is not evicted")
+    func evictionKeepsWhatIsNotUploaded() async throws {
+        try await withDevices { devices in
+            let laptop = devices.laptop
+            try devices.write("milk", to: "Documents/List.txt", on: laptop)
+            try await laptop.syncOnce()
+            let path = try ItemPath("Documents/List.txt")
+            try await laptop.evict(path)
+            #expect(devices.read("Documents/List.txt", on: laptop) == nil)
+            #expect(try await laptop.items().first { $0.path == path }?.isPlaceholder == true)
+            try await laptop.syncOnce()
+            #expect(devices.read("Documents/List.txt", on: laptop) == nil, "an evicted item stays evicted")
+            try await laptop.download(path)
+            #expect(devices.read("Documents/List.txt", on: laptop) == "milk")
+
+            try devices.write("milk, eggs — not uploaded", to: "Documents/List.txt", on: laptop)
+            await #expect {
+                try await laptop.evict(path)
+            } throws: { error in
+                (error as? ProtocolError)?.code == .notUploaded
+            }
+            #expect(devices.read("Documents/List.txt", on: laptop) == "milk, eggs — not uploaded", "nothing was lost")
+        }
+    }
+}

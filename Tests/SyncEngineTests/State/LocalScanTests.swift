@@ -68,8 +68,19 @@ struct LocalScanTests {
             let scanner = LocalScanner(types: types)
             let first = try scanner.scan(layout.folder)
             // The state database after a sync: every scanned item known with its identity; one remote placeholder.
-            var known = first.items.values.map {
+            // Identities taken just after the writes are racy (a same-size write in the same clock tick would not
+            // show), so they are all to be checked...
+            let racy = first.items.values.map {
                 LocalItem(id: ItemID(), path: $0.path, kind: $0.kind, identity: $0.identity)
+            }
+            let checked = LocalChangeDetector.changes(known: racy, scanned: first.items)
+            #expect(checked.count == racy.filter { $0.kind != .directory }.count)
+            #expect(checked.allSatisfy { if case .modified = $0 { true } else { false } })
+            // ...while ones taken well after the last write are trusted.
+            var known = racy.map { item in
+                var settled = item
+                settled.identity?.capturedAt = (item.identity?.modified ?? 0) + 10_000_000_000
+                return settled
             }
             known.append(
                 LocalItem(id: ItemID(), path: try ItemPath("Documents/Remote.txt"), kind: .file, isPlaceholder: true))

@@ -1,0 +1,38 @@
+import DocumentKit
+import Foundation
+import UbiquityProtocol
+
+extension ContainerSync {
+    /// Drops the local content of the item at `path`, leaving a placeholder (downloaded again on demand).
+    ///
+    /// - Throws: ``ProtocolError/Code/itemNotFound`` for an unknown path; ``ProtocolError/Code/malformedRequest``
+    ///   for a folder; ``ProtocolError/Code/notUploaded`` when the local copy has changes the service does not have
+    ///   yet (evicting would lose them) — nothing changes then.
+    public func evict(_ path: ItemPath) async throws {
+        guard var item = try state.item(at: path) else {
+            throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
+        }
+        guard item.kind != .directory else { throw ProtocolError(.malformedRequest, "\(path) is a folder") }
+        if item.isPlaceholder { return }
+        guard item.baseVersion != nil else {
+            throw ProtocolError(.notUploaded, "\(path) is not on the service yet; sync before evicting")
+        }
+        let url = layout.url(of: path)
+        let (scanner, kind, recorded) = (scanner, item.kind, item.identity)
+        try await BlockingWork.run {
+            try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url in
+                let now = try? scanner.identity(of: url, kind: kind)
+                guard let recorded, let now, now.isSameFile(as: recorded), now.size == recorded.size,
+                    now.modified == recorded.modified
+                else {
+                    throw ProtocolError(
+                        .notUploaded, "\(path) has changes that are not on the service yet; sync before evicting")
+                }
+                try FileManager.default.removeItem(at: url)
+            }
+        }
+        item.isPlaceholder = true
+        item.identity = nil
+        try state.update(saving: [item])
+    }
+}
