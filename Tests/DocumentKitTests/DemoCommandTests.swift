@@ -14,8 +14,14 @@ struct DemoCommandTests {
         process.standardError = output
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        // The demo takes seconds: wait for it on a Dispatch thread, not on one the other tests share.
+        let data = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: data)
+            }
+        }
         let text = String(decoding: data, as: UTF8.self)
         #expect(process.terminationStatus == 0, "\(text)")
         for step in 1...6 { #expect(text.contains("[\(step)]"), "step \(step) is narrated") }

@@ -50,4 +50,11 @@ extension Document {
         defer { serializer.finish(turn) }
         return try await body()
     }
+
+    /// Calls a completion handler in its place among the document's answers (the order operations were asked for).
+    func answering(_ ticket: FileAccessSerializer.Ticket, _ handler: @MainActor () -> Void) async {
+        await answers.wait(for: ticket)
+        defer { answers.finish(ticket) }
+        handler()
+    }
 }

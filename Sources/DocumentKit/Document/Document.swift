@@ -66,6 +66,9 @@ open class Document: FilePresenter {
     public let typeRegistry: DocumentTypeRegistry
 
     let serializer = FileAccessSerializer()
+    /// The order completion handlers are called in: the order their operations were asked for, even when a later
+    /// operation finishes before an earlier one's handler could run.
+    let answers = FileAccessSerializer()
     let presentedURL: Mutex<URL>
     let fileAccessQueue: DispatchQueue
     private let operationQueue: OperationQueue
@@ -199,10 +202,11 @@ open class Document: FilePresenter {
     /// the document stays closed. ``openDocument()`` is the throwing form.
     open func open(completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
         let turn = serializer.reserve()
+        let answer = answers.reserve()
         // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
         Task {
             let success = await reportingErrors(userInteractionPermitted: true) { try await openDocument(turn: turn) }
-            completionHandler?(success)
+            await answering(answer) { completionHandler?(success) }
         }
     }
 
@@ -226,12 +230,13 @@ open class Document: FilePresenter {
         _undoManager?.closeAutomaticGroupNow()  // the edits of this turn are part of what is saved
         let ownFile = isOwnFile(url)
         let turn = serializer.reserve()
+        let answer = answers.reserve()
         // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
         Task {
             let success = await reportingErrors(userInteractionPermitted: true) {
                 try await saveDocument(to: url, for: saveOperation, turn: turn, ownFile: ownFile)
             }
-            completionHandler?(success)
+            await answering(answer) { completionHandler?(success) }
         }
     }
 
@@ -251,10 +256,11 @@ open class Document: FilePresenter {
         _undoManager?.closeAutomaticGroupNow()  // an undoable edit made in this turn is an unsaved change
         guard hasUnsavedChanges, !documentState.contains(.closed) else {
             let turn = serializer.reserve()
+            let answer = answers.reserve()
             // Nothing to save; answer in call order, on the main actor.
             Task {
                 await inTurn(turn) {}
-                completionHandler?(true)
+                await answering(answer) { completionHandler?(true) }
             }
             return
         }
@@ -274,9 +280,10 @@ open class Document: FilePresenter {
         guard !documentState.contains(.closed) else {
             // Already closed: nothing to save; answer in call order all the same.
             let turn = serializer.reserve()
+            let answer = answers.reserve()
             Task {
                 await inTurn(turn) {}
-                completionHandler?(true)
+                await answering(answer) { completionHandler?(true) }
             }
             return
         }
@@ -284,10 +291,12 @@ open class Document: FilePresenter {
         let saved = OneShot<Bool>()
         autosave { saved.fulfil($0) }
         let turn = serializer.reserve()  // right behind the last save, whatever is asked for after this call
+        let answer = answers.reserve()  // right behind the last save's answer
         // Finishes the close in its turn; the handler runs on the main actor once the last save has answered.
         Task {
             await inTurn(turn) { markClosed() }
-            completionHandler?(await saved.value)
+            let success = await saved.value
+            await answering(answer) { completionHandler?(success) }
         }
     }
 
@@ -304,12 +313,13 @@ open class Document: FilePresenter {
     /// ``revertDocument(toContentsOf:)`` is the throwing form.
     open func revert(toContentsOf url: URL, completionHandler: (@MainActor @Sendable (Bool) -> Void)? = nil) {
         let turn = serializer.reserve()
+        let answer = answers.reserve()
         // The completion form: queued now, in call order; the handler runs on the main actor, as UIDocument's does.
         Task {
             let success = await reportingErrors(userInteractionPermitted: true) {
                 try await revertDocument(toContentsOf: url, turn: turn)
             }
-            completionHandler?(success)
+            await answering(answer) { completionHandler?(success) }
         }
     }
 

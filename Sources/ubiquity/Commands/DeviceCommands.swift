@@ -131,3 +131,51 @@ struct EvictCommand: AsyncParsableCommand {
         print("evicted \(layout.url(of: try ItemPath(path)).path); `ubiquity download` brings it back")
     }
 }
+
+/// `ubiquity versions PATH --container ID`: an item's current, conflict and old versions.
+struct VersionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "versions", abstract: "List an item's versions: current, conflict (unresolved) and old ones.")
+
+    @Argument(help: "The item's path in the container.") var path: String
+    @Option(help: "The container.") var container: String
+    @OptionGroup var options: DeviceOptions
+
+    func run() async throws {
+        let profile = try DeviceProfile.load(options.profile)
+        let sync = try ContainerSync(
+            layout: try options.layout(container),
+            client: ServiceClient(baseURL: profile.server, token: profile.token), device: profile.device)
+        let (current, versions) = try await sync.versions(of: try ItemPath(path))
+        for version in versions {
+            let role =
+                version.id == current
+                ? "current" : version.isConflict && !version.isResolved ? "conflict" : "old"
+            print(
+                "\(version.id)  \(role)  \(WireTimestamp.string(from: version.modificationDate))  "
+                    + "\(version.size) bytes  saved on \(version.savingDevice.name)")
+        }
+    }
+}
+
+/// `ubiquity resolve PATH --keep current|VERSION --container ID`: end an item's conflict everywhere.
+struct ResolveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resolve",
+        abstract: "Resolve an item's conflict: keep one version (current by default), remove the others.")
+
+    @Argument(help: "The item's path in the container.") var path: String
+    @Option(help: "`current`, or the id of the version to keep (see `ubiquity versions`).") var keep = "current"
+    @Option(help: "The container.") var container: String
+    @OptionGroup var options: DeviceOptions
+
+    func run() async throws {
+        let profile = try DeviceProfile.load(options.profile)
+        let sync = try ContainerSync(
+            layout: try options.layout(container),
+            client: ServiceClient(baseURL: profile.server, token: profile.token), device: profile.device)
+        let version = keep == "current" ? nil : try VersionID(keep)
+        try await sync.resolve(try ItemPath(path), keeping: version)
+        print("resolved \(path): kept \(keep)")
+    }
+}

@@ -14,7 +14,11 @@ struct DeviceCommandTests {
 
     /// Runs the built `ubiquity` with `arguments`, `input` on standard input, in an environment whose config and
     /// data folders are the test's own.
-    private func ubiquity(_ arguments: [String], input: String = "", home: URL) throws -> Run {
+    private func ubiquity(_ arguments: [String], input: String = "", home: URL) async throws -> Run {
+        try await offPool { try Self.run(arguments, input: input, home: home) }
+    }
+
+    private static func run(_ arguments: [String], input: String, home: URL) throws -> Run {
         let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let executable = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("ubiquity")
         let process = Process()
@@ -46,7 +50,7 @@ struct DeviceCommandTests {
         _ = try await ServiceClient(baseURL: service.baseURL).register(name: "ada", password: "correct horse")
         let container = "TEAM.com.example.grocery"
         for device in ["laptop", "desktop"] {
-            let login = try ubiquity(
+            let login = try await ubiquity(
                 ["login", "--server", service.baseURL, "--account", "ada", "--device", device, "--profile", device],
                 input: "correct horse\n", home: home)
             #expect(login.status == 0, "login: \(login.output)")
@@ -54,7 +58,7 @@ struct DeviceCommandTests {
         let profile = home.appendingPathComponent("config/ubiquity/laptop.json")
         let permissions = try FileManager.default.attributesOfItem(atPath: profile.path)[.posixPermissions] as? Int
         #expect(permissions == 0o600, "the token is readable by the owner only")
-        let wrong = try ubiquity(
+        let wrong = try await ubiquity(
             ["login", "--server", service.baseURL, "--account", "ada", "--device", "x", "--profile", "x"],
             input: "wrong password\n", home: home)
         #expect(wrong.status != 0)
@@ -66,18 +70,18 @@ struct DeviceCommandTests {
         try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: true)
         let text = String(repeating: "a big grocery list ", count: 100_000)  // above the eager download limit
         try Data(text.utf8).write(to: documents.appendingPathComponent("Big.txt"))
-        let up = try ubiquity(
+        let up = try await ubiquity(
             ["sync", "--once", "--container", container, "--profile", "laptop", "--root", laptopRoot], home: home)
         #expect(up.status == 0, "sync on the laptop: \(up.output)")
-        let down = try ubiquity(
+        let down = try await ubiquity(
             ["sync", "--once", "--container", container, "--profile", "desktop", "--root", desktopRoot], home: home)
         #expect(down.status == 0, "sync on the desktop: \(down.output)")
 
-        let listing = try ubiquity(
+        let listing = try await ubiquity(
             ["ls", "--container", container, "--profile", "desktop", "--root", desktopRoot], home: home)
         #expect(listing.output.contains("Documents/Big.txt"))
         #expect(listing.output.contains("not downloaded"))
-        let fetched = try ubiquity(
+        let fetched = try await ubiquity(
             ["download", "Documents/Big.txt", "--container", container, "--profile", "desktop", "--root", desktopRoot],
             home: home)
         #expect(fetched.status == 0, "download: \(fetched.output)")

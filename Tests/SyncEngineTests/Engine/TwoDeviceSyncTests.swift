@@ -261,3 +261,35 @@ extension TwoDeviceSyncTests {
         }
     }
 }
+
+extension TwoDeviceSyncTests {
+    @Test("Resolving on one device (the conflict version wins) reaches the other: same content, no conflicts left")
+    func resolutionReachesTheOtherDevice() async throws {
+        try await withDevices { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            try devices.write("milk", to: "Documents/List.txt", on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            try devices.write("milk, eggs", to: "Documents/List.txt", on: laptop)
+            try devices.write("milk, bread and butter", to: "Documents/List.txt", on: desktop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            try await laptop.syncOnce()
+
+            let path = try ItemPath("Documents/List.txt")
+            let (current, versions) = try await desktop.versions(of: path)
+            let conflict = try #require(versions.first { $0.isConflict && !$0.isResolved })
+            #expect(conflict.id != current)
+            try await desktop.resolve(path, keeping: conflict.id)
+            try await laptop.syncOnce()
+
+            let kept = try #require(devices.read("Documents/List.txt", on: desktop))
+            #expect(["milk, eggs", "milk, bread and butter"].contains(kept))
+            #expect(devices.read("Documents/List.txt", on: laptop) == kept)
+            for device in [laptop, desktop] {
+                #expect(try await device.items().first { $0.path == path }?.hasUnresolvedConflicts == false)
+                #expect(try await device.versions(of: path).versions.map(\.id) == [conflict.id])
+            }
+        }
+    }
+}
