@@ -49,9 +49,7 @@ public struct ServiceClient: Sendable {
 
     /// The same service, signed in with `token`.
     public func signedIn(with token: String) -> ServiceClient {
-        var copy = ServiceClient(baseURL: baseURL, token: token, httpClient: http, timeout: timeout)
-        copy.timeout = timeout
-        return copy
+        ServiceClient(baseURL: baseURL, token: token, httpClient: http, timeout: timeout)
     }
 
     // MARK: Requests

@@ -15,6 +15,17 @@ struct DeviceOptions: ParsableArguments {
             root: root.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? ContainerLayout.defaultRoot,
             container: try ContainerID(container))
     }
+
+    /// The signed-in profile and the sync of `container` with it (its folders made when missing).
+    func sync(_ container: String, logger: Logger = Logger(label: "ubiquity.sync")) throws -> (
+        ContainerSync, DeviceProfile
+    ) {
+        let profile = try DeviceProfile.load(profile)
+        let sync = try ContainerSync(
+            layout: try layout(container), client: ServiceClient(baseURL: profile.server, token: profile.token),
+            device: profile.device, logger: logger)
+        return (sync, profile)
+    }
 }
 
 /// `ubiquity login`: sign this device in; the password is read from standard input.
@@ -49,13 +60,10 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Run one sync round and exit.") var once = false
 
     func run() async throws {
-        let profile = try DeviceProfile.load(options.profile)
-        let layout = try options.layout(container)
         var logger = Logger(label: "ubiquity.sync")
         logger.logLevel = .info
-        let sync = try ContainerSync(
-            layout: layout, client: ServiceClient(baseURL: profile.server, token: profile.token),
-            device: profile.device, logger: logger)
+        let (sync, profile) = try options.sync(container, logger: logger)
+        let layout = sync.layout
         if once {
             let lock = try EngineLock(layout)
             try await sync.syncOnce()
@@ -102,13 +110,10 @@ struct DownloadCommand: AsyncParsableCommand {
     @OptionGroup var options: DeviceOptions
 
     func run() async throws {
-        let profile = try DeviceProfile.load(options.profile)
-        let layout = try options.layout(container)
-        let sync = try ContainerSync(
-            layout: layout, client: ServiceClient(baseURL: profile.server, token: profile.token),
-            device: profile.device)
-        try await sync.download(try ItemPath(path))
-        print("downloaded \(layout.url(of: try ItemPath(path)).path)")
+        let item = try ItemPath(path)
+        let (sync, _) = try options.sync(container)
+        try await sync.download(item)
+        print("downloaded \(sync.layout.url(of: item).path)")
     }
 }
 
@@ -122,13 +127,10 @@ struct EvictCommand: AsyncParsableCommand {
     @OptionGroup var options: DeviceOptions
 
     func run() async throws {
-        let profile = try DeviceProfile.load(options.profile)
-        let layout = try options.layout(container)
-        let sync = try ContainerSync(
-            layout: layout, client: ServiceClient(baseURL: profile.server, token: profile.token),
-            device: profile.device)
-        try await sync.evict(try ItemPath(path))
-        print("evicted \(layout.url(of: try ItemPath(path)).path); `ubiquity download` brings it back")
+        let item = try ItemPath(path)
+        let (sync, _) = try options.sync(container)
+        try await sync.evict(item)
+        print("evicted \(sync.layout.url(of: item).path); `ubiquity download` brings it back")
     }
 }
 
@@ -142,11 +144,9 @@ struct VersionsCommand: AsyncParsableCommand {
     @OptionGroup var options: DeviceOptions
 
     func run() async throws {
-        let profile = try DeviceProfile.load(options.profile)
-        let sync = try ContainerSync(
-            layout: try options.layout(container),
-            client: ServiceClient(baseURL: profile.server, token: profile.token), device: profile.device)
-        let (current, versions) = try await sync.versions(of: try ItemPath(path))
+        let item = try ItemPath(path)
+        let (sync, _) = try options.sync(container)
+        let (current, versions) = try await sync.versions(of: item)
         for version in versions {
             let role =
                 version.id == current
@@ -170,12 +170,11 @@ struct ResolveCommand: AsyncParsableCommand {
     @OptionGroup var options: DeviceOptions
 
     func run() async throws {
-        let profile = try DeviceProfile.load(options.profile)
-        let sync = try ContainerSync(
-            layout: try options.layout(container),
-            client: ServiceClient(baseURL: profile.server, token: profile.token), device: profile.device)
+        // Bad input is refused before anything is opened or made.
+        let item = try ItemPath(path)
         let version = keep == "current" ? nil : try VersionID(keep)
-        try await sync.resolve(try ItemPath(path), keeping: version)
+        let (sync, _) = try options.sync(container)
+        try await sync.resolve(item, keeping: version)
         print("resolved \(path): kept \(keep)")
     }
 }
