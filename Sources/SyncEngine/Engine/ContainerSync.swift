@@ -40,6 +40,9 @@ public actor ContainerSync {
     let state: LocalStateStore
     let scanner: LocalScanner
     let logger: Logger
+    let hub = SyncEventHub()
+    /// Uploads and downloads under way, by item.
+    var transfers: [ItemID: ItemTransfer] = [:]
 
     /// Opens the container (creating its folders and state database when missing).
     public init(
@@ -65,6 +68,15 @@ public actor ContainerSync {
 
     /// Every item the engine knows, placeholders included.
     public func items() throws -> [LocalItem] { try state.items() }
+
+    /// The item at `path`, when the engine knows one there.
+    public func item(at path: ItemPath) throws -> LocalItem? { try state.item(at: path) }
+
+    /// The uploads and downloads under way, by item.
+    public func currentTransfers() -> [ItemID: ItemTransfer] { transfers }
+
+    /// What the engine does from now on, as it happens, for as long as the stream is iterated.
+    public nonisolated func events() -> AsyncStream<SyncEvent> { hub.stream() }
 
     /// One round: what changed here goes up, then what changed elsewhere comes down.
     public func syncOnce() async throws {

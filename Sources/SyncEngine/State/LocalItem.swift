@@ -23,6 +23,10 @@ public struct LocalItem: Hashable, Sendable, Codable {
     public var isPlaceholder: Bool
     /// Whether the service has conflict versions of the item not yet resolved.
     public var hasUnresolvedConflicts: Bool
+    /// Why the last upload of the local copy failed, until one succeeds.
+    public var uploadError: ItemError?
+    /// Why the last download of the item's content failed, until one succeeds.
+    public var downloadError: ItemError?
 
     /// Creates a record.
     public init(
@@ -41,4 +45,29 @@ public struct LocalItem: Hashable, Sendable, Codable {
         self.isPlaceholder = isPlaceholder
         self.hasUnresolvedConflicts = hasUnresolvedConflicts
     }
+}
+
+/// Why an upload or download of one item failed: the service's error code when it gave one, and a sentence.
+public struct ItemError: Hashable, Sendable, Codable, Error, CustomStringConvertible {
+    /// The service's code, or ``ProtocolError/Code/internalError`` for a local failure (disk, network).
+    public var code: ProtocolError.Code
+    /// What went wrong.
+    public var message: String
+
+    /// Creates an error record.
+    public init(code: ProtocolError.Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The record of `error`.
+    public init(_ error: any Error) {
+        if let error = error as? ProtocolError {
+            self.init(code: error.code, message: error.message)
+        } else {
+            self.init(code: .internalError, message: String(describing: error))
+        }
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
 }
