@@ -51,6 +51,7 @@ struct Benchmark: Sendable {
         Benchmark(name: ServerPushBenchmark.name) { try await ServerPushBenchmark.run(in: $0) },
         Benchmark(name: ServerChunkBenchmark.name) { try await ServerChunkBenchmark.run(in: $0) },
         Benchmark(name: ChunkingBenchmark.name) { try ChunkingBenchmark.run(in: $0) },
+        Benchmark(name: SyncLatencyBenchmark.name) { try await SyncLatencyBenchmark.run(in: $0) },
     ]
 
     /// Runs the benchmark in a scratch directory under `parent`, which is removed afterwards whatever happens.
