@@ -34,8 +34,9 @@ extension ContainerSync {
     }
 
     /// Makes the local copy of an item match the service's record: placeholders for new items, moves, deletions,
-    /// and new content when the local copy has no edits of its own (an edited copy is uploaded with its old base
-    /// next round, which the service keeps as a conflict version — nothing is overwritten).
+    /// other versions (recorded, and told to presenters), and new content when the local copy has no edits of its
+    /// own (an edited copy is uploaded with its old base next round, which the service keeps as a conflict version —
+    /// nothing is overwritten).
     func apply(_ detail: ItemDetail, force: Bool) async throws {
         let record = detail.item
         let known = try state.item(record.id)
@@ -47,7 +48,8 @@ extension ContainerSync {
             if !known.isPlaceholder, try isUnmodified(known) {
                 try? FileManager.default.removeItem(at: layout.url(of: known.path))
             }
-            try state.update(removing: [known.id])
+            try save([], removing: [known])
+            try? FileManager.default.removeItem(at: layout.versions.appendingPathComponent(known.id.string))
             return
         }
         var item =
@@ -69,21 +71,56 @@ extension ContainerSync {
         if record.kind == .directory {
             try FileManager.default.createDirectory(at: layout.url(of: record.path), withIntermediateDirectories: true)
             item.identity = try scanner.identity(of: layout.url(of: record.path), kind: .directory)
-            try state.update(saving: [item])
+            try save([item])
             return
         }
-        guard let current else {
-            try state.update(saving: [item])
-            return
-        }
-        item.size = current.size
-        try state.update(saving: [item])
+        if let current { item.size = current.size }
+        try save([item])
+        try recordOtherVersions(detail.versions.filter { $0.id != record.currentVersion }, of: item)
+        guard let current else { return }
         if item.baseVersion == current.id && !item.isPlaceholder { return }  // already in step
         // Local edits stay until they are uploaded (as a conflict version, based on the old version); `force`
         // says they already were.
         if !item.isPlaceholder, !force, !(try isUnmodified(item)) { return }
         if item.isPlaceholder && current.size > configuration.eagerDownloadLimit { return }  // on demand
-        try await download(current, into: item)
+        do {
+            try await download(current, into: item)
+        } catch let error as ProtocolError where error.code != .internalError {
+            // Recorded on the item (its download error) for the app to see; the rest of the feed goes on.
+            logger.warning("a download failed", metadata: ["path": "\(item.path)", "error": "\(error)"])
+        }
+    }
+
+    /// Records the item's versions other than the current one and tells listeners and presenters what changed:
+    /// conflict versions gained, versions lost (their downloaded copies removed), conflicts resolved.
+    private func recordOtherVersions(_ versions: [VersionRecord], of item: LocalItem) throws {
+        let before = Dictionary(try state.otherVersions(of: item.id).map { ($0.id, $0) }) { first, _ in first }
+        let after = Dictionary(versions.map { ($0.id, $0) }) { first, _ in first }
+        guard before != after else { return }
+        try state.setOtherVersions(versions, of: item.id)
+        let url = layout.url(of: item.path)
+        for version in versions where before[version.id] == nil && version.isConflict && !version.isResolved {
+            hub.send(.versionGained(item.id, item.path, version))
+            FileCoordinator.announce(.gained(Self.presented(version)), ofItemAt: url)
+        }
+        // A conflict version marked resolved, or gone while unresolved (removed with the resolution), is resolved.
+        for (id, old) in before where old.isConflict && !old.isResolved && after[id]?.isResolved != false {
+            let version = after[id] ?? old
+            hub.send(.versionResolved(item.id, item.path, version))
+            FileCoordinator.announce(.resolved(Self.presented(version)), ofItemAt: url)
+        }
+        for (id, version) in before where after[id] == nil {
+            try? FileManager.default.removeItem(
+                at: layout.versions.appendingPathComponent(item.id.string).appendingPathComponent(id.string))
+            hub.send(.versionLost(item.id, item.path, version))
+            FileCoordinator.announce(.lost(Self.presented(version)), ofItemAt: url)
+        }
+    }
+
+    static func presented(_ version: VersionRecord) -> PresentedItemVersion {
+        PresentedItemVersion(
+            persistentIdentifier: version.id.string, isConflict: version.isConflict,
+            modificationDate: version.modificationDate, savingComputer: version.savingDevice.name)
     }
 
     /// Downloads the current content of the item at `path` (a placeholder, or an out-of-date copy).
@@ -93,41 +130,49 @@ extension ContainerSync {
         }
         let detail = try await client.item(item.id, in: container)
         guard let current = detail.versions.first(where: { $0.id == detail.item.currentVersion }) else { return }
+        if item.baseVersion == current.id, !item.isPlaceholder, try isUnmodified(item) { return }  // in step
         try await download(current, into: item)
     }
 
+    /// The local copy of a version of the item at `path`: the item's own file when the local copy holds that
+    /// version, else a copy in `.ubiquity/versions/<item>/<version>/` (downloaded the first time it is asked for,
+    /// never into `Documents/`).
+    /// - Throws: ``ProtocolError/Code/itemNotFound``, ``ProtocolError/Code/unknownVersion``; download errors.
+    public func contents(of versionID: VersionID, at path: ItemPath) async throws -> URL {
+        guard let item = try state.item(at: path) else {
+            throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
+        }
+        if item.baseVersion == versionID, !item.isPlaceholder, try isUnmodified(item) { return layout.url(of: path) }
+        let folder = layout.versions.appendingPathComponent(item.id.string).appendingPathComponent(versionID.string)
+        let copy = folder.appendingPathComponent(path.name)
+        if FileManager.default.fileExists(atPath: copy.path) { return copy }
+        var version = try state.otherVersions(of: item.id).first { $0.id == versionID }
+        if version == nil {
+            version = try await client.item(item.id, in: container).versions.first { $0.id == versionID }
+        }
+        guard let version else {
+            throw ProtocolError(.unknownVersion, "\(versionID) is not a version of \(path)")
+        }
+        let assembled = try await assembleOnce(version, of: item, purpose: "version")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        if !FileManager.default.fileExists(atPath: copy.path) {
+            try FileManager.default.moveItem(at: assembled, to: copy)
+        }
+        return copy
+    }
+
     /// Assembles `version` in `.ubiquity/tmp/`, checks it against its hashes, and puts it in place with a
-    /// coordinated write (an open document sees another writer's change).
+    /// coordinated write (an open document sees another writer's change). The item's download progress and
+    /// download error are kept up to date.
     private func download(_ version: VersionRecord, into item: LocalItem) async throws {
-        let temporary = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
+        let temporary: URL
         do {
-            switch version.manifest {
-            case .file(let chunks):
-                let hash = try await assemble(chunks, into: temporary)
-                guard hash == version.contentHash else {
-                    throw ProtocolError(
-                        .chunkHashMismatch, "the downloaded content of \(item.path) does not match its hash")
-                }
-            case .package(let entries):
-                guard try LocalContent.hash(of: version.manifest) == version.contentHash else {
-                    throw ProtocolError(.chunkHashMismatch, "the manifest of \(item.path) does not match its hash")
-                }
-                try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
-                for entry in entries {
-                    let member = temporary.appendingPathComponent(entry.path.string)
-                    if entry.kind == .directory {
-                        try FileManager.default.createDirectory(at: member, withIntermediateDirectories: true)
-                    } else {
-                        try FileManager.default.createDirectory(
-                            at: member.deletingLastPathComponent(), withIntermediateDirectories: true)
-                        _ = try await assemble(entry.chunks, into: member)
-                    }
-                }
-            }
+            temporary = try await assembleOnce(version, of: item, purpose: "download")
         } catch {
-            try? FileManager.default.removeItem(at: temporary)
+            if !(error is CancellationError) { try? setError(ItemError(error), of: item.id, direction: .download) }
             throw error
         }
+        guard let item = try state.item(item.id) else { return }  // removed meanwhile
         let destination = layout.url(of: item.path)
         if item.isPlaceholder, FileManager.default.fileExists(atPath: destination.path) {
             try moveAside(destination)
@@ -162,31 +207,149 @@ extension ContainerSync {
         updated.contentHash = version.contentHash
         updated.size = version.size
         updated.isPlaceholder = false
-        try state.update(saving: [updated])
+        updated.downloadError = nil
+        try save([updated])
+        try recordChunkLocations(of: version.manifest, for: updated)
     }
 
-    /// Downloads `chunks` into a new file at `url`, checking each chunk against its hash, and flushes it.
-    /// - Returns: The SHA-256 of the whole file.
-    private func assemble(_ chunks: [ChunkReference], into url: URL) async throws -> ChunkHash {
-        guard FileManager.default.createFile(atPath: url.path, contents: nil) else { throw POSIXError(.EIO) }
-        let handle = try FileHandle(forWritingTo: url)
-        defer { try? handle.close() }
-        var whole = SHA256()
-        for chunk in chunks {
-            var piece = SHA256()
-            try await client.downloadChunk(chunk.hash, in: container) { bytes in
-                bytes.withUnsafeReadableBytes {
-                    whole.update(bufferPointer: $0)
-                    piece.update(bufferPointer: $0)
-                }
-                try handle.write(contentsOf: Data(bytes.readableBytesView))
+    /// The name of a partial download in `.ubiquity/tmp/` ends so; it survives a restart and is resumed.
+    static let partialSuffix = ".partial"
+
+    /// Assembles `version` in `.ubiquity/tmp/` once: a second caller for the same content waits for the first.
+    /// - Returns: The assembled file or package, checked against its hashes, for the caller to move.
+    private func assembleOnce(_ version: VersionRecord, of item: LocalItem, purpose: String) async throws -> URL {
+        let name = "\(item.id.string).\(version.id.string).\(purpose)\(Self.partialSuffix)"
+        if let running = downloads[name] { return try await running.value }
+        let task = Task { try await self.assemble(version, of: item, named: name) }
+        downloads[name] = task
+        defer { downloads[name] = nil }
+        let partial = try await task.value
+        // Handed over under a name of its own: the partial name is free for the next download of this content.
+        let handed = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
+        try FileManager.default.moveItem(at: partial, to: handed)
+        return handed
+    }
+
+    private func assemble(_ version: VersionRecord, of item: LocalItem, named name: String) async throws -> URL {
+        let temporary = layout.temporary.appendingPathComponent(name)
+        // Partial downloads of other versions of this item are of no more use.
+        let prefix = "\(item.id.string)."
+        for other in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? []
+        where other.hasPrefix(prefix) && other != name && other.hasSuffix(Self.partialSuffix) && downloads[other] == nil
+        {
+            try? FileManager.default.removeItem(at: layout.temporary.appendingPathComponent(other))
+        }
+        setTransfer(ItemTransfer(direction: .download, completed: 0, total: version.size), of: item)
+        defer { setTransfer(nil, of: item) }
+        switch version.manifest {
+        case .file(let chunks):
+            let hash = try await assemble(chunks, into: temporary, for: item)
+            guard hash == version.contentHash else {
+                try? FileManager.default.removeItem(at: temporary)
+                throw ProtocolError(
+                    .chunkHashMismatch, "the downloaded content of \(item.path) does not match its hash")
             }
-            guard try ChunkHash(digest: piece.finalize()) == chunk.hash else {
-                throw ProtocolError(.chunkHashMismatch, "chunk \(chunk.hash) arrived with other bytes")
+        case .package(let entries):
+            guard try LocalContent.hash(of: version.manifest) == version.contentHash else {
+                throw ProtocolError(.chunkHashMismatch, "the manifest of \(item.path) does not match its hash")
+            }
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: temporary.path, isDirectory: &isDirectory), !isDirectory.boolValue
+            {
+                try FileManager.default.removeItem(at: temporary)
+            }
+            try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+            for entry in entries {
+                let member = temporary.appendingPathComponent(entry.path.string)
+                if entry.kind == .directory {
+                    try FileManager.default.createDirectory(at: member, withIntermediateDirectories: true)
+                } else {
+                    try FileManager.default.createDirectory(
+                        at: member.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    _ = try await assemble(entry.chunks, into: member, for: item)
+                }
             }
         }
-        try await BlockingWork.run { try handle.synchronize() }
+        return temporary
+    }
+
+    /// Fills the file at `url` with `chunks`, checking each against its hash, and flushes it. A partial file left by
+    /// an interrupted download is kept as far as its chunks check out; each further chunk is taken from a local file
+    /// that has it (the previous local version, another item) when one does, and downloaded otherwise.
+    /// - Returns: The SHA-256 of the whole file.
+    private func assemble(_ chunks: [ChunkReference], into url: URL, for item: LocalItem) async throws -> ChunkHash {
+        let descriptor = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        var whole = SHA256()
+        var offset: Int64 = 0
+        var index = 0
+        // What a previous attempt wrote, as far as it checks out.
+        while index < chunks.count, let bytes = Self.read(descriptor, at: offset, count: Int(chunks[index].size)),
+            (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunks[index].hash
+        {
+            whole.update(data: bytes)
+            offset += chunks[index].size
+            advanceTransfer(of: item, by: chunks[index].size)
+            index += 1
+        }
+        guard ftruncate(descriptor, off_t(offset)) == 0 else { throw POSIXError(.EIO) }
+        for chunk in chunks[index...] {
+            if let bytes = try localCopy(of: chunk) {
+                try Self.write(bytes, to: descriptor, at: offset)
+                whole.update(data: bytes)
+            } else {
+                var piece = SHA256()
+                var at = offset
+                try await client.downloadChunk(chunk.hash, in: container) { bytes in
+                    bytes.withUnsafeReadableBytes {
+                        whole.update(bufferPointer: $0)
+                        piece.update(bufferPointer: $0)
+                    }
+                    try Self.write(Data(bytes.readableBytesView), to: descriptor, at: at)
+                    at += Int64(bytes.readableBytes)
+                }
+                guard try ChunkHash(digest: piece.finalize()) == chunk.hash else {
+                    throw ProtocolError(.chunkHashMismatch, "chunk \(chunk.hash) arrived with other bytes")
+                }
+            }
+            offset += chunk.size
+            advanceTransfer(of: item, by: chunk.size)
+        }
+        try await BlockingWork.run { guard fsync(descriptor) == 0 else { throw POSIXError(.EIO) } }
         return try ChunkHash(digest: whole.finalize())
+    }
+
+    /// The bytes of `chunk` from a local file that holds it, checked against its hash.
+    private func localCopy(of chunk: ChunkReference) throws -> Data? {
+        for location in try state.chunkLocations(of: chunk.hash) where Int64(location.size) == chunk.size {
+            let descriptor = open(layout.folder.appendingPathComponent(location.file).path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { continue }
+            defer { close(descriptor) }
+            if let bytes = Self.read(descriptor, at: location.offset, count: location.size),
+                (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash
+            {
+                return bytes
+            }
+        }
+        return nil
+    }
+
+    private static func read(_ descriptor: Int32, at offset: Int64, count: Int) -> Data? {
+        var data = Data(count: count)
+        let read = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
+        return read == count ? data : nil
+    }
+
+    private static func write(_ data: Data, to descriptor: Int32, at offset: Int64) throws {
+        var done = 0
+        while done < data.count {
+            let written = data.withUnsafeBytes {
+                pwrite(descriptor, $0.baseAddress! + done, data.count - done, off_t(offset) + off_t(done))
+            }
+            guard written > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            done += written
+        }
     }
 
     /// Moves a local file the engine does not know out of the way of a download to the same path: it becomes
@@ -207,7 +370,7 @@ extension ContainerSync {
     }
 
     /// Whether the local copy is as it was when last in step (so replacing or removing it loses nothing).
-    private func isUnmodified(_ item: LocalItem) throws -> Bool {
+    func isUnmodified(_ item: LocalItem) throws -> Bool {
         guard let identity = item.identity else { return item.isPlaceholder }
         guard let now = try? scanner.identity(of: layout.url(of: item.path), kind: item.kind) else { return true }
         return now.size == identity.size && now.modified == identity.modified && now.isSameFile(as: identity)

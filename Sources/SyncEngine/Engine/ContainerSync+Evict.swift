@@ -33,6 +33,7 @@ extension ContainerSync {
         }
         item.isPlaceholder = true
         item.identity = nil
-        try state.update(saving: [item])
+        try save([item])
+        try state.setChunkLocations([], of: item.id)
     }
 }

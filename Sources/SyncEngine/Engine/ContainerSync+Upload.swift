@@ -10,92 +10,108 @@ import UbiquityProtocol
 #endif
 
 extension ContainerSync {
-    /// Sends what changed on disk since the last round.
+    /// Sends what changed on disk since the last round: first the queued operations on versions, then each change
+    /// the scan finds. A change the service refuses (over quota, say) is recorded on its item as an upload error and
+    /// the others go on; an unreachable service ends the round (the changes wait on disk for the next one).
     func pushLocalChanges() async throws {
+        try await sendQueuedOperations()
         let (scanner, folder) = (scanner, layout.folder)
         let scan = try await BlockingWork.run { try scanner.scan(folder) }
         let known = try state.items()
         for change in LocalChangeDetector.changes(known: known, scanned: scan.items) {
-            switch change {
-            case .created(let path, let kind):
-                guard let found = scan.items[path] else { continue }
-                try await create(found, kind: kind)
-            case .modified(let id):
-                guard var item = try state.item(id), let found = scan.items[item.path], found.kind != .directory else {
-                    continue
-                }
-                let (content, identity) = try await readContent(at: item.path, kind: found.kind)
-                if content.contentHash == item.contentHash, item.baseVersion != nil {
-                    item.identity = identity  // only the recorded identity was stale (or racy): nothing to send
-                    try state.update(saving: [item])
-                    continue
-                }
-                try await uploadChunks(of: content, at: item.path)
-                let version = makeVersion(of: id, content, identity, basedOn: item.baseVersion)
-                let answer = try await client.commit(version, in: container)
-                try await settle(&item, after: answer, uploaded: version, content: content, identity: identity)
-            case .moved(let id, _, let to):
-                guard var item = try state.item(id) else { continue }
-                _ = try await client.moveItem(id, to: to, in: container)
-                item.path = to
-                if let found = scan.items[to],
-                    item.kind == .directory || item.identity?.isSameFile(as: found.identity) == true
-                {
-                    item.identity?.changed = found.identity.changed
-                }
-                try state.update(saving: [item])
-            case .deleted(let id):
-                guard let item = try state.item(id) else { continue }
-                do {
-                    _ = try await client.deleteItem(id, basedOn: item.baseVersion, in: container)
-                    try state.update(removing: [id])
-                } catch let error as ProtocolError where error.code == .staleDelete {
-                    // Edited elsewhere meanwhile: the edit wins; the item comes back with the service's version.
-                    var restored = item
-                    restored.identity = nil
-                    restored.isPlaceholder = true
-                    try state.update(saving: [restored])
-                    if let detail = try? await client.item(id, in: container) { try await apply(detail, force: true) }
-                }
+            do {
+                try await send(change, scan: scan)
+            } catch is ContentChangedWhileRead {
+                continue  // a writer got in; its change is read next round
+            } catch let error as ProtocolError where error.code != .internalError {
+                logger.warning("a change was refused", metadata: ["change": "\(change)", "error": "\(error)"])
+                let id: ItemID? =
+                    if case .created(let path, _) = change { try state.item(at: path)?.id } else { change.itemID }
+                if let id { try setError(ItemError(error), of: id, direction: .upload) }
             }
         }
     }
 
-    /// Creates a new item on the service from what is on disk.
+    private func send(_ change: LocalChange, scan: LocalScanner.Result) async throws {
+        switch change {
+        case .created(let path, let kind):
+            guard let found = scan.items[path] else { return }
+            try await create(found, kind: kind)
+        case .modified(let id):
+            guard let item = try state.item(id), let found = scan.items[item.path], found.kind != .directory else {
+                return
+            }
+            try await uploadContent(of: id, kind: found.kind)
+        case .moved(let id, _, let to):
+            guard var item = try state.item(id) else { return }
+            _ = try await client.moveItem(id, to: to, in: container)
+            item.path = to
+            if let found = scan.items[to],
+                item.kind == .directory || item.identity?.isSameFile(as: found.identity) == true
+            {
+                item.identity?.changed = found.identity.changed
+            }
+            try save([item])
+        case .deleted(let id):
+            guard let item = try state.item(id) else { return }
+            do {
+                _ = try await client.deleteItem(id, basedOn: item.baseVersion, in: container)
+                try save([], removing: [item])
+            } catch let error as ProtocolError where error.code == .staleDelete {
+                // Edited elsewhere meanwhile: the edit wins; the item comes back with the service's version.
+                var restored = item
+                restored.identity = nil
+                restored.isPlaceholder = true
+                try save([restored])
+                if let detail = try? await client.item(id, in: container) { try await apply(detail, force: true) }
+            }
+        }
+    }
+
+    /// Creates a new item on the service from what is on disk: its record first, so other devices hear of it at
+    /// once (as a placeholder), then its content.
     private func create(_ found: ScannedItem, kind: ItemKind) async throws {
         let id = ItemID()
-        switch kind {
-        case .directory:
-            var folderID = id
-            do {
-                _ = try await client.createItem(
-                    CreateItemRequest(id: id, path: found.path, kind: .directory), in: container)
-            } catch let error as ProtocolError where error.code == .pathCollision {
+        let answer: ItemResponse
+        do {
+            answer = try await client.createItem(CreateItemRequest(id: id, path: found.path, kind: kind), in: container)
+        } catch let error as ProtocolError where error.code == .pathCollision {
+            if kind == .directory {
                 // Another device made the same folder: both mean the same one.
                 guard
                     let existing = try await client.items(in: container).items.first(where: {
                         !$0.isDeleted && $0.kind == .directory && $0.path == found.path
                     })
                 else { throw error }
-                folderID = existing.id
-            }
-            try state.update(
-                saving: [LocalItem(id: folderID, path: found.path, kind: .directory, identity: found.identity)])
-        case .file, .package:
-            let (content, identity) = try await readContent(at: found.path, kind: kind)
-            try await uploadChunks(of: content, at: found.path)
-            let version = makeVersion(of: id, content, identity, basedOn: nil)
-            let answer: ItemResponse
-            do {
-                answer = try await client.createItem(
-                    CreateItemRequest(id: id, path: found.path, kind: kind, version: version), in: container)
-            } catch let error as ProtocolError where error.code == .pathCollision {
+                try save([LocalItem(id: existing.id, path: found.path, kind: .directory, identity: found.identity)])
+            } else {
+                let (content, identity) = try await readContent(at: found.path, kind: kind)
                 try await resolveCollision(at: found.path, kind: kind, content: content, identity: identity)
-                return
             }
-            var item = LocalItem(id: id, path: found.path, kind: kind)
-            try await settle(&item, after: answer, uploaded: version, content: content, identity: identity)
+            return
         }
+        if kind == .directory {
+            try save([LocalItem(id: id, path: found.path, kind: .directory, identity: found.identity)])
+            return
+        }
+        // No identity yet: until its content is committed, every scan sees the item as changed.
+        try save([LocalItem(id: id, path: found.path, kind: kind, serverVersion: answer.item.currentVersion)])
+        try await uploadContent(of: id, kind: kind)
+    }
+
+    /// Uploads the local content of a known item as a new version based on the one the local copy holds.
+    private func uploadContent(of id: ItemID, kind: ItemKind) async throws {
+        guard var item = try state.item(id) else { return }
+        let (content, identity) = try await readContent(at: item.path, kind: kind)
+        if content.contentHash == item.contentHash, item.baseVersion != nil {
+            item.identity = identity  // only the recorded identity was stale (or racy): nothing to send
+            try save([item])
+            return
+        }
+        try await uploadChunks(of: content, for: item)
+        let version = makeVersion(of: id, content, identity, basedOn: item.baseVersion)
+        let answer = try await client.commit(version, in: container)
+        try await settle(&item, after: answer, uploaded: version, content: content, identity: identity)
     }
 
     /// A new local item whose path the service already has: the same content there means it is that item (a
@@ -116,7 +132,8 @@ extension ContainerSync {
                     id: existing.id, path: path, kind: kind, identity: identity, baseVersion: current.id,
                     serverVersion: current.id, contentHash: current.contentHash, size: current.size,
                     hasUnresolvedConflicts: detail.versions.contains { $0.isConflict && !$0.isResolved })
-                try state.update(saving: [item])
+                try save([item])
+                try recordChunkLocations(of: content.manifest, for: item)
                 return
             }
         }
@@ -133,7 +150,8 @@ extension ContainerSync {
         switch answer.outcome {
         case .conflict:
             item.hasUnresolvedConflicts = true
-            try state.update(saving: [item])
+            item.uploadError = nil
+            try save([item])
             try await apply(try await client.item(item.id, in: container), force: true)
         default:
             item.baseVersion = answer.version?.id ?? version.id
@@ -141,7 +159,9 @@ extension ContainerSync {
             item.size = content.size
             item.identity = identity
             item.isPlaceholder = false
-            try state.update(saving: [item])
+            item.uploadError = nil
+            try save([item])
+            try recordChunkLocations(of: content.manifest, for: item)
         }
     }
 
@@ -164,16 +184,18 @@ extension ContainerSync {
                 kind == .package
                 ? try LocalContent(package: url, chunker: chunker)
                 : try LocalContent(file: url, chunker: chunker)
-            guard try scanner.identity(of: url, kind: kind) == before else {
-                throw ProtocolError(.malformedRequest, "\(path) changed while it was read; it is read again later")
-            }
+            guard try scanner.identity(of: url, kind: kind) == before else { throw ContentChangedWhileRead() }
             return (content, before)
         }
     }
 
-    /// Uploads the chunks of `content` the service lacks, reading each from its file by its offset.
-    private func uploadChunks(of content: LocalContent, at path: ItemPath) async throws {
+    /// Uploads the chunks of `content` the service lacks, reading each from its file by its offset; the item's
+    /// upload progress counts the chunks the service has as done.
+    private func uploadChunks(of content: LocalContent, for item: LocalItem) async throws {
         let missing = try await client.missingChunks(content.manifest.chunks, in: container)
+        let pending = missing.reduce(Int64(0)) { $0 + (content.sources[$1]?.size ?? 0) }
+        setTransfer(ItemTransfer(direction: .upload, completed: content.size - pending, total: content.size), of: item)
+        defer { setTransfer(nil, of: item) }
         for hash in missing {
             guard let source = content.sources[hash] else { continue }
             let descriptor = open(source.file.path, O_RDONLY | O_CLOEXEC)
@@ -186,8 +208,12 @@ extension ContainerSync {
             }
             guard read == count else { throw POSIXError(.EIO) }
             try await client.uploadChunk(buffer, hash: hash, in: container)
+            advanceTransfer(of: item, by: Int64(count))
         }
     }
+
+    /// An item changed between the identity taken before reading it and the one after.
+    struct ContentChangedWhileRead: Error {}
 
     private func makeVersion(
         of id: ItemID, _ content: LocalContent, _ identity: LocalFileIdentity, basedOn: VersionID?

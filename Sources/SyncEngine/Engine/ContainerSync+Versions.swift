@@ -14,27 +14,65 @@ extension ContainerSync {
     /// Resolves the item's conflicts the way the seeds do, on the service, so every device sees it: make `keep`
     /// current when it is not already (replace), mark every conflict version resolved, remove the other versions —
     /// then bring the local copy to the kept version.
+    ///
+    /// The three steps are queued durably first and sent in order: with the service unreachable the call still
+    /// succeeds, and the steps go out when it is back (before any other change of that round).
     /// - Parameter keep: The version to keep; `nil` keeps the current one.
     /// - Throws: ``ProtocolError/Code/itemNotFound`` or ``ProtocolError/Code/unknownVersion``; the service's errors.
     public func resolve(_ path: ItemPath, keeping keep: VersionID? = nil) async throws {
         let item = try known(path)
-        var detail = try await client.item(item.id, in: container)
-        let chosen = keep ?? detail.item.currentVersion
-        guard let chosen, detail.versions.contains(where: { $0.id == chosen }) else {
+        var current = item.serverVersion
+        var versions = try state.otherVersions(of: item.id)
+        var online = true
+        do {
+            let detail = try await client.item(item.id, in: container)
+            current = detail.item.currentVersion
+            versions = detail.versions.filter { $0.id != current }
+        } catch is ProtocolError {
+            throw ProtocolError(.itemNotFound, "\(path) is not on the service")
+        } catch {
+            online = false  // unreachable: decide on what was last heard, send later
+        }
+        let chosen = keep ?? current
+        guard let chosen, chosen == current || versions.contains(where: { $0.id == chosen }) else {
             throw ProtocolError(
                 .unknownVersion, "\(keep?.description ?? "no current version") is not a version of \(path)")
         }
-        if detail.item.currentVersion != chosen {
-            _ = try await client.replaceCurrent(with: chosen, of: item.id, in: container)
+        var operations: [VersionOperation] = []
+        if let current, current != chosen { operations.append(.replaceCurrent(chosen)) }
+        for version in versions where version.isConflict && !version.isResolved && version.id != chosen {
+            operations.append(.markResolved(version.id))
         }
-        for version in detail.versions where version.isConflict && !version.isResolved && version.id != chosen {
-            _ = try await client.markResolved(version.id, of: item.id, in: container)
+        for version in versions where version.id != chosen { operations.append(.remove(version.id)) }
+        if let current, current != chosen { operations.append(.remove(current)) }
+        try state.enqueue(operations, of: item.id)
+        guard online else { return }
+        do {
+            try await sendQueuedOperations()
+        } catch is ProtocolError {
+            throw ProtocolError(.internalError, "the service failed while resolving \(path)")
+        } catch {
+            return  // queued; sent when the service is back
         }
-        for version in detail.versions where version.id != chosen {
-            _ = try await client.removeVersion(version.id, of: item.id, in: container)
+        try await apply(try await client.item(item.id, in: container), force: false)
+    }
+
+    /// Sends the queued operations on versions, oldest first; one the service refuses for good (the version is
+    /// gone, say, because another device resolved first) is dropped. An unreachable service leaves the rest queued.
+    func sendQueuedOperations() async throws {
+        while let (sequence, id, operation) = try state.nextQueuedOperation() {
+            do {
+                switch operation {
+                case .replaceCurrent(let version):
+                    _ = try await client.replaceCurrent(with: version, of: id, in: container)
+                case .markResolved(let version): _ = try await client.markResolved(version, of: id, in: container)
+                case .remove(let version): _ = try await client.removeVersion(version, of: id, in: container)
+                }
+            } catch let error as ProtocolError where error.code != .internalError {
+                logger.notice("a queued version change no longer applies", metadata: ["error": "\(error)"])
+            }
+            try state.dequeue(sequence)
         }
-        detail = try await client.item(item.id, in: container)
-        try await apply(detail, force: false)
     }
 
     private func known(_ path: ItemPath) throws -> LocalItem {

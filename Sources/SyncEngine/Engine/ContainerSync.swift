@@ -43,6 +43,9 @@ public actor ContainerSync {
     let hub = SyncEventHub()
     /// Uploads and downloads under way, by item.
     var transfers: [ItemID: ItemTransfer] = [:]
+    /// Downloads under way, by the name of their partial file: a second request for the same content waits for the
+    /// first instead of writing the same file.
+    var downloads: [String: Task<URL, any Error>] = [:]
 
     /// Opens the container (creating its folders and state database when missing).
     public init(
@@ -51,8 +54,10 @@ public actor ContainerSync {
         types: DocumentTypeRegistry = .default, logger: Logger = Logger(label: "ubiquity.sync")
     ) throws {
         try layout.create()
-        // Downloads a killed engine left half-assembled are of no use: they start again.
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? [] {
+        // Half-assembled downloads a killed engine left stay, to be resumed (each is checked chunk by chunk);
+        // anything else there is of no use.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? []
+        where !name.hasSuffix(Self.partialSuffix) {
             try? FileManager.default.removeItem(at: layout.temporary.appendingPathComponent(name))
         }
         self.layout = layout

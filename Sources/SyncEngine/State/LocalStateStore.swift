@@ -25,6 +25,21 @@ public struct LocalStateStore: Sendable {
                     CREATE TABLE value (key TEXT PRIMARY KEY, value TEXT NOT NULL);
                     """)
         }
+        migrator.registerMigration("v2") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE version (
+                        item_id TEXT NOT NULL, version_id TEXT NOT NULL, record TEXT NOT NULL,
+                        PRIMARY KEY (item_id, version_id));
+                    CREATE TABLE local_chunk (
+                        hash TEXT NOT NULL, item_id TEXT NOT NULL, file TEXT NOT NULL, offset INTEGER NOT NULL,
+                        size INTEGER NOT NULL);
+                    CREATE INDEX local_chunk_hash ON local_chunk (hash);
+                    CREATE INDEX local_chunk_item ON local_chunk (item_id);
+                    CREATE TABLE outbox (
+                        sequence INTEGER PRIMARY KEY AUTOINCREMENT, item_id TEXT NOT NULL, operation TEXT NOT NULL);
+                    """)
+        }
         return migrator
     }
 
@@ -55,7 +70,11 @@ public struct LocalStateStore: Sendable {
     public func update(saving items: [LocalItem] = [], removing removed: [ItemID] = []) throws {
         let records = try items.map { ($0.id.string, $0.path.string, try Self.encode($0)) }
         try pool.write { db in
-            for id in removed { try db.execute(sql: "DELETE FROM item WHERE id = ?", arguments: [id.string]) }
+            for id in removed {
+                for table in ["item WHERE id", "version WHERE item_id", "local_chunk WHERE item_id"] {
+                    try db.execute(sql: "DELETE FROM \(table) = ?", arguments: [id.string])
+                }
+            }
             for (id, path, record) in records {
                 // A path taken over by another item frees it first (the other one moved or was replaced).
                 try db.execute(sql: "DELETE FROM item WHERE path = ? AND id != ?", arguments: [path, id])

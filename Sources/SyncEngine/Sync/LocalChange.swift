@@ -10,6 +10,14 @@ public enum LocalChange: Hashable, Sendable {
     case moved(itemID: ItemID, from: ItemPath, to: ItemPath)
     /// A known item is gone.
     case deleted(itemID: ItemID)
+
+    /// The known item the change concerns (`nil` for a creation).
+    public var itemID: ItemID? {
+        switch self {
+        case .created: nil
+        case .modified(let id), .moved(let id, _, _), .deleted(let id): id
+        }
+    }
 }
 
 /// The pure comparison behind the start-up scan: what changed on disk since the state database was last in step.

@@ -36,7 +36,7 @@ struct TwoDeviceSyncTests {
         }
     }
 
-    private func withDevices(eagerLimit: Int64 = 1 << 20, _ body: (Devices) async throws -> Void) async throws {
+    func withDevices(eagerLimit: Int64 = 1 << 20, _ body: (Devices) async throws -> Void) async throws {
         let service = try await LocalService.start()
         let root = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ubiquity-devices-\(UUID().uuidString.prefix(8))", isDirectory: true)

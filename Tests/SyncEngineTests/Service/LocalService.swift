@@ -15,7 +15,7 @@ struct LocalService {
     var baseURL: String { "http://127.0.0.1:\(port)" }
 
     /// Starts a service on `port` (0: any free one) with its data in `directory` (a new temporary one by default).
-    static func start(in directory: URL? = nil, port: Int = 0) async throws -> LocalService {
+    static func start(in directory: URL? = nil, port: Int = 0, quota: Int64? = nil) async throws -> LocalService {
         let directory =
             directory
             ?? FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -23,7 +23,7 @@ struct LocalService {
         var logger = Logger(label: "ubiquity.engine.test.service")
         logger.logLevel = .critical
         let configuration = ServerConfiguration(
-            dataDirectory: directory, port: port, openRegistration: true, bcryptCost: 4,
+            dataDirectory: directory, port: port, openRegistration: true, defaultQuotaBytes: quota, bcryptCost: 4,
             heartbeatInterval: .milliseconds(200))
         let service = try await UbiquityService(configuration: configuration, logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)

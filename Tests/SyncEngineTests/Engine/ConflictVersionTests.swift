@@ -1,0 +1,270 @@
+import DocumentKit
+import Foundation
+import SyncEngine
+import Synchronization
+import Testing
+import UbiquityProtocol
+
+/// A presenter of one document that records the version messages it gets.
+final class VersionPresenter: FilePresenter {
+    let presentedItemURL: URL?
+    let presentedItemOperationQueue = OperationQueue()
+    private let messages = Mutex<[String]>([])
+
+    init(_ url: URL) {
+        presentedItemURL = url
+        presentedItemOperationQueue.maxConcurrentOperationCount = 1
+    }
+
+    var log: [String] { messages.withLock { $0 } }
+    func presentedItemDidGain(_ version: PresentedItemVersion) {
+        messages.withLock { $0.append("gained \(version.persistentIdentifier) conflict=\(version.isConflict)") }
+    }
+    func presentedItemDidLose(_ version: PresentedItemVersion) {
+        messages.withLock { $0.append("lost \(version.persistentIdentifier)") }
+    }
+    func presentedItemDidResolveConflict(_ version: PresentedItemVersion) {
+        messages.withLock { $0.append("resolved \(version.persistentIdentifier)") }
+    }
+}
+
+/// Waits (off the shared threads, generously) until `condition` holds.
+func eventually(_ timeout: Duration = .seconds(20), _ condition: @Sendable () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
+}
+
+extension TwoDeviceSyncTests {
+    @Test(
+        "A conflict version is recorded on both devices, told to presenters, readable from .ubiquity/versions on demand; resolving tells them it is gone"
+    )
+    func conflictVersionsReachPresenters() async throws {
+        try await withDevices { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            try devices.write("milk", to: "Documents/List.txt", on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            let presenter = VersionPresenter(devices.file("Documents/List.txt", on: desktop))
+            FileCoordinator.addFilePresenter(presenter)
+            defer { FileCoordinator.removeFilePresenter(presenter) }
+
+            try devices.write("milk, eggs", to: "Documents/List.txt", on: laptop)
+            try devices.write("milk, bread and butter", to: "Documents/List.txt", on: desktop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            try await laptop.syncOnce()
+
+            let path = try ItemPath("Documents/List.txt")
+            let item = try #require(try await desktop.item(at: path))
+            let conflict = try #require(try await desktop.versions(of: path).versions.first { $0.isConflict })
+            #expect(await eventually { presenter.log.contains("gained \(conflict.id.string) conflict=true") })
+            let current = try #require(devices.read("Documents/List.txt", on: desktop))
+            let other = current == "milk, eggs" ? "milk, bread and butter" : "milk, eggs"
+
+            // Downloaded when asked for, into the private folder, never into Documents/.
+            let copy = try await desktop.contents(of: conflict.id, at: path)
+            #expect(copy.path.hasPrefix(desktop.layout.versions.path))
+            #expect(String(decoding: try Data(contentsOf: copy), as: UTF8.self) == other)
+            #expect(try devices.documents(on: desktop) == ["List.txt"])
+            #expect(try await desktop.contents(of: item.baseVersion!, at: path) == desktop.layout.url(of: path))
+
+            try await laptop.resolve(path)  // the current version wins
+            try await desktop.syncOnce()
+            #expect(await eventually { presenter.log.contains("resolved \(conflict.id.string)") })
+            #expect(await eventually { presenter.log.contains("lost \(conflict.id.string)") })
+            #expect(!FileManager.default.fileExists(atPath: copy.path), "the downloaded copy went with its version")
+            #expect(try await desktop.item(at: path)?.hasUnresolvedConflicts == false)
+            #expect(devices.read("Documents/List.txt", on: desktop) == current)
+        }
+    }
+
+    @Test("Resolving with the service down is queued and sent when it is back; the other device sees it")
+    func resolutionQueuedOffline() async throws {
+        let service = try await LocalService.start()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-outbox-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        func device(_ name: String) async throws -> ContainerSync {
+            var client = try await service.signIn(account: "ada", device: name)
+            client.timeout = .seconds(3)  // see offlineChangesGoUpLater
+            return try ContainerSync(
+                layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
+                client: client, device: SavingDevice(id: DeviceID(), name: name))
+        }
+        let laptop = try await device("laptop")
+        let desktop = try await device("desktop")
+        let path = try ItemPath("Documents/List.txt")
+        try Data("milk".utf8).write(to: laptop.layout.url(of: path))
+        try await laptop.syncOnce()
+        try await desktop.syncOnce()
+        try Data("milk, eggs".utf8).write(to: laptop.layout.url(of: path))
+        try Data("milk, bread".utf8).write(to: desktop.layout.url(of: path))
+        try await laptop.syncOnce()
+        try await desktop.syncOnce()
+        let conflict = try #require(try await desktop.versions(of: path).versions.first { $0.isConflict })
+
+        await service.stop()
+        try await desktop.resolve(path, keeping: conflict.id)
+        let state = try LocalStateStore(url: desktop.layout.stateDatabase)
+        #expect(try state.queuedOperationCount() > 0, "the resolution waits in the state database")
+
+        let back = try await LocalService.start(in: service.directory, port: service.port)
+        try await desktop.syncOnce()
+        #expect(try state.queuedOperationCount() == 0)
+        try await laptop.syncOnce()
+        let kept = try await laptop.versions(of: path)
+        #expect(kept.current == conflict.id)
+        #expect(kept.versions.map(\.id) == [conflict.id], "the other versions were removed")
+        let winner = String(decoding: try Data(contentsOf: laptop.layout.url(of: path)), as: UTF8.self)
+        #expect(winner == String(decoding: try Data(contentsOf: desktop.layout.url(of: path)), as: UTF8.self))
+        await back.remove()
+    }
+}
+
+@Suite("Transfers: progress, errors, chunks already here, resumed downloads")
+struct TransferTests {
+    static let container = try! ContainerID("TEAM.com.example.grocery")
+
+    private func figure(_ name: String, of service: LocalService) -> Int {
+        let line = service.service.metrics.exposition().split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+    }
+
+    private func devices(
+        _ service: LocalService, root: URL, eagerLimit: Int64 = 1 << 30
+    ) async throws -> (ContainerSync, ContainerSync) {
+        func device(_ name: String) async throws -> ContainerSync {
+            let client = try await service.signIn(account: "ada", device: name)
+            return try ContainerSync(
+                layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
+                client: client, device: SavingDevice(id: DeviceID(), name: name),
+                configuration: .init(eagerDownloadLimit: eagerLimit))
+        }
+        return (try await device("laptop"), try await device("desktop"))
+    }
+
+    private static func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+        var generator = SplitMix(seed: seed)
+        return (0..<(count / 8)).map { _ in generator.next() }.withUnsafeBytes { Array($0) }
+    }
+
+    @Test(
+        "A download reports its progress to the end, and fetches only the chunks not already in the previous local version"
+    )
+    func downloadsReuseLocalChunksAndReportProgress() async throws {
+        let service = try await LocalService.start()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-transfer-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (laptop, desktop) = try await devices(service, root: root, eagerLimit: 0)
+        let path = try ItemPath("Documents/Photo.bin")
+        var bytes = Self.randomBytes(4 << 20, seed: 7)
+        try Data(bytes).write(to: laptop.layout.url(of: path))
+        try await laptop.syncOnce()
+        try await desktop.syncOnce()
+        #expect(try await desktop.item(at: path)?.isPlaceholder == true)
+
+        let events = desktop.events()
+        let collected = Task {
+            var progress: [ItemTransfer?] = []
+            for await event in events {
+                if case .progress(_, _, let transfer) = event {
+                    progress.append(transfer)
+                    if transfer == nil { break }
+                }
+            }
+            return progress
+        }
+        try await desktop.download(path)
+        let progress = await collected.value
+        #expect(progress.first??.completed == 0)
+        #expect(progress.dropLast().last??.percentDone == 100)
+        #expect(progress.count > 3, "progress is told chunk by chunk")
+        #expect(try Data(contentsOf: desktop.layout.url(of: path)) == Data(bytes))
+
+        bytes.insert(0x2A, at: bytes.count / 2)
+        try Data(bytes).write(to: laptop.layout.url(of: path))
+        try await laptop.syncOnce()
+        let before = figure("ubiquity_chunk_bytes_out_total", of: service)
+        try await desktop.syncOnce()
+        try await desktop.download(path)
+        let downloaded = figure("ubiquity_chunk_bytes_out_total", of: service) - before
+        #expect(try Data(contentsOf: desktop.layout.url(of: path)) == Data(bytes))
+        #expect(downloaded > 0 && downloaded <= 3 * (256 << 10), "\(downloaded) bytes downloaded for a 1-byte insert")
+        await service.remove()
+    }
+
+    @Test("A download a killed engine left half done resumes from the chunks already written")
+    func interruptedDownloadResumes() async throws {
+        let service = try await LocalService.start()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-resume-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (laptop, desktop) = try await devices(service, root: root, eagerLimit: 0)
+        let path = try ItemPath("Documents/Movie.bin")
+        let bytes = Self.randomBytes(4 << 20, seed: 9)
+        try Data(bytes).write(to: laptop.layout.url(of: path))
+        try await laptop.syncOnce()
+        try await desktop.syncOnce()
+        let item = try #require(try await desktop.item(at: path))
+        let version = try #require(try await desktop.versions(of: path).versions.first)
+        guard case .file(let chunks) = version.manifest else { Issue.record("not a file"); return }
+        #expect(chunks.count > 8)
+
+        // What an engine killed mid-download leaves: the first half of the chunks written, then a torn chunk.
+        let half = chunks.prefix(chunks.count / 2).reduce(Int64(0)) { $0 + $1.size }
+        let partial = desktop.layout.temporary.appendingPathComponent(
+            "\(item.id.string).\(version.id.string).download.partial")
+        try Data(bytes[0..<Int(half) + 1000]).write(to: partial)
+        // A restarted engine keeps it.
+        let restarted = try ContainerSync(
+            layout: desktop.layout, client: desktop.client, device: desktop.device,
+            configuration: desktop.configuration)
+        #expect(FileManager.default.fileExists(atPath: partial.path))
+        let before = figure("ubiquity_chunk_bytes_out_total", of: service)
+        try await restarted.download(path)
+        let downloaded = Int64(figure("ubiquity_chunk_bytes_out_total", of: service) - before)
+        #expect(try Data(contentsOf: desktop.layout.url(of: path)) == Data(bytes))
+        #expect(downloaded == Int64(bytes.count) - half, "only the chunks not yet written were fetched")
+        #expect(!FileManager.default.fileExists(atPath: partial.path))
+        await service.remove()
+    }
+
+    @Test(
+        "An item the service refuses (over quota) is on the other device as a placeholder at once, and its upload error is recorded until it fits"
+    )
+    func refusedUploadIsRecordedOnTheItem() async throws {
+        let service = try await LocalService.start(quota: 1 << 20)
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-quota-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (laptop, desktop) = try await devices(service, root: root)
+        let big = try ItemPath("Documents/Big.bin")
+        let small = try ItemPath("Documents/Small.txt")
+        try Data(Self.randomBytes(2 << 20, seed: 3)).write(to: laptop.layout.url(of: big))
+        try Data("fits".utf8).write(to: laptop.layout.url(of: small))
+        try await laptop.syncOnce()
+
+        let refused = try #require(try await laptop.item(at: big))
+        #expect(refused.uploadError?.code == .quotaExceeded)
+        #expect(refused.baseVersion == nil)
+        #expect(try await laptop.item(at: small)?.uploadError == nil, "the other change went on")
+
+        try await desktop.syncOnce()
+        #expect(try await desktop.item(at: big)?.isPlaceholder == true, "its record went first")
+        #expect(try Data(contentsOf: desktop.layout.url(of: small)) == Data("fits".utf8))
+
+        try Data("now small".utf8).write(to: laptop.layout.url(of: big))
+        try await laptop.syncOnce()
+        let fitted = try #require(try await laptop.item(at: big))
+        #expect(fitted.uploadError == nil)
+        #expect(fitted.baseVersion != nil)
+        try await desktop.syncOnce()
+        #expect(try Data(contentsOf: desktop.layout.url(of: big)) == Data("now small".utf8))
+        await service.remove()
+    }
+}
