@@ -103,6 +103,22 @@ extension ContainerSync {
     private func uploadContent(of id: ItemID, kind: ItemKind) async throws {
         guard var item = try state.item(id) else { return }
         let (content, identity) = try await readContent(at: item.path, kind: kind)
+        if item.isPlaceholder, let current = item.serverVersion,
+            let version = try await client.item(id, in: container).versions.first(where: { $0.id == current }),
+            version.contentHash == content.contentHash
+        {
+            // What was written where the placeholder was is the current version already (its download landing).
+            item = try state.item(id) ?? item
+            guard item.isPlaceholder else { return }
+            item.identity = identity
+            item.baseVersion = current
+            item.contentHash = content.contentHash
+            item.size = content.size
+            item.isPlaceholder = false
+            try save([item])
+            try recordChunkLocations(of: content.manifest, for: item)
+            return
+        }
         if content.contentHash == item.contentHash, item.baseVersion != nil {
             item.identity = identity  // only the recorded identity was stale (or racy): nothing to send
             try save([item])
@@ -151,6 +167,9 @@ extension ContainerSync {
         case .conflict:
             item.hasUnresolvedConflicts = true
             item.uploadError = nil
+            // The local content is safe on the service as a conflict version: the current one may replace it.
+            item.isPlaceholder = false
+            item.identity = identity
             try save([item])
             try await apply(try await client.item(item.id, in: container), force: true)
         default:

@@ -24,7 +24,8 @@ public enum LocalChange: Hashable, Sendable {
 ///
 /// - A known item whose path holds an item of the same kind with the recorded identity is unchanged; with
 ///   another identity, or a racy recorded one (``LocalFileIdentity/isRacy``: its content is checked), it is
-///   ``LocalChange/modified(itemID:)`` (a folder's own times do not count).
+///   ``LocalChange/modified(itemID:)`` (a folder's own times do not count). So is an item with no recorded identity
+///   found on disk: never uploaded, or written where only a placeholder was.
 /// - A known item missing from its path is ``LocalChange/moved(itemID:from:to:)`` when a new path holds the same
 ///   file (device and inode) — also ``LocalChange/modified(itemID:)`` if its size or modification time changed on
 ///   the way — and
@@ -48,7 +49,8 @@ public enum LocalChangeDetector {
             if item.kind != .directory, let identity = item.identity, identity != found.identity || identity.isRacy {
                 modified.append(.modified(itemID: item.id))
             }
-            if item.kind != .directory, item.identity == nil, !item.isPlaceholder {
+            // Never uploaded, or a file written where only a placeholder was: content to send.
+            if item.kind != .directory, item.identity == nil {
                 modified.append(.modified(itemID: item.id))
             }
         }

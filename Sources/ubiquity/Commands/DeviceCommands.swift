@@ -82,7 +82,8 @@ struct SyncCommand: AsyncParsableCommand {
 /// `ubiquity ls --container ID`: the items the engine knows, with their state.
 struct ListCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ls", abstract: "List a container's items: downloaded, placeholder (not downloaded), in conflict.")
+        commandName: "ls",
+        abstract: "List a container's items: downloaded or not, uploaded or not, in conflict, failed transfers.")
 
     @Option(help: "The container.") var container: String
     @OptionGroup var options: DeviceOptions
@@ -93,7 +94,10 @@ struct ListCommand: AsyncParsableCommand {
         for item in try state.items() {
             var notes: [String] = []
             if item.kind != .directory { notes.append(item.isPlaceholder ? "not downloaded" : "downloaded") }
+            if item.kind != .directory, item.baseVersion == nil { notes.append("not uploaded") }
             if item.hasUnresolvedConflicts { notes.append("in conflict") }
+            if let error = item.uploadError { notes.append("upload failed: \(error.message)") }
+            if let error = item.downloadError { notes.append("download failed: \(error.message)") }
             let kind = item.kind == .directory ? "dir " : item.kind == .package ? "pkg " : "file"
             print("\(kind)  \(item.path)  \(item.size) bytes  \(notes.joined(separator: ", "))")
         }

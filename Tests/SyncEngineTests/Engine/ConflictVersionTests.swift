@@ -268,3 +268,36 @@ struct TransferTests {
         await service.remove()
     }
 }
+
+extension TwoDeviceSyncTests {
+    @Test(
+        "A file written where only a placeholder was is uploaded over it: both contents kept (one current, one a conflict version), no conflicted copy"
+    )
+    func fileWrittenOverAPlaceholderIsKept() async throws {
+        try await withDevices(eagerLimit: 16) { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            let text = String(repeating: "laptop's list; ", count: 10)
+            try devices.write(text, to: "Documents/List.txt", on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            let path = try ItemPath("Documents/List.txt")
+            #expect(try await desktop.item(at: path)?.isPlaceholder == true)
+
+            try devices.write("desktop's own list", to: "Documents/List.txt", on: desktop)
+            try await desktop.syncOnce()
+            try await laptop.syncOnce()
+            #expect(try devices.documents(on: desktop) == ["List.txt"], "no conflicted copy")
+            let (current, versions) = try await desktop.versions(of: path)
+            let conflict = try #require(versions.first { $0.isConflict })
+            let copy = try await desktop.contents(of: conflict.id, at: path)
+            let kept = [
+                devices.read("Documents/List.txt", on: desktop),
+                String(decoding: try Data(contentsOf: copy), as: UTF8.self),
+            ]
+            #expect(Set(kept) == [text, "desktop's own list"], "both contents are kept")
+            #expect(try await desktop.item(at: path)?.baseVersion == current)
+            #expect(devices.read("Documents/List.txt", on: laptop) == devices.read("Documents/List.txt", on: desktop))
+            #expect(try await laptop.item(at: path)?.hasUnresolvedConflicts == true)
+        }
+    }
+}
