@@ -29,7 +29,15 @@ extension ContainerSync {
             for id in touched { try await apply(try await client.item(id, in: container), force: false) }
             token = page.nextToken
             try state.setValue(page.nextToken.string, forKey: Self.feedTokenKey)
-            if !page.hasMore { return }
+            if !page.hasMore { break }
+        }
+        // Downloads that failed for a reason of their own (recorded on the item) are tried again each round.
+        for item in try state.itemsWithDownloadErrors() {
+            do {
+                try await download(item.path)
+            } catch let error as ProtocolError where error.code != .internalError {
+                continue  // still failing: recorded again
+            }
         }
     }
 

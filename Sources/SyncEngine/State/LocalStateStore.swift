@@ -50,6 +50,15 @@ public struct LocalStateStore: Sendable {
         }
     }
 
+    /// The items whose last download failed.
+    public func itemsWithDownloadErrors() throws -> [LocalItem] {
+        try pool.read { db in
+            try String.fetchAll(
+                db, sql: "SELECT record FROM item WHERE json_extract(record, '$.downloadError') IS NOT NULL"
+            ).map(Self.decode)
+        }
+    }
+
     /// The item with this id.
     public func item(_ id: ItemID) throws -> LocalItem? {
         try pool.read { db in

@@ -234,6 +234,42 @@ struct TransferTests {
         await service.remove()
     }
 
+    @Test("A download the service cannot serve is recorded on the item, the round goes on, and it is tried again")
+    func failedDownloadIsRecordedAndRetried() async throws {
+        let service = try await LocalService.start()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-download-error-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (laptop, desktop) = try await devices(service, root: root)
+        let path = try ItemPath("Documents/List.txt")
+        try Data("milk".utf8).write(to: laptop.layout.url(of: path))
+        try Data("bread".utf8).write(to: laptop.layout.url(of: try ItemPath("Documents/Other.txt")))
+        try await laptop.syncOnce()
+        // The service loses the chunk (a damaged disk, say).
+        let version = try #require(try await laptop.versions(of: path).versions.first)
+        let hash = try #require(version.manifest.chunks.first?.hash)
+        let stored = try #require(
+            FileManager.default.enumerator(atPath: service.directory.path)?.allObjects.compactMap { $0 as? String }
+                .first { $0.hasSuffix(hash.string) && !$0.contains("incoming") })
+        let chunkFile = service.directory.appendingPathComponent(stored)
+        let saved = try Data(contentsOf: chunkFile)
+        try FileManager.default.removeItem(at: chunkFile)
+
+        try await desktop.syncOnce()
+        let failed = try #require(try await desktop.item(at: path))
+        #expect(failed.downloadError != nil)
+        #expect(failed.isPlaceholder)
+        #expect(
+            try Data(contentsOf: desktop.layout.documents.appendingPathComponent("Other.txt")) == Data("bread".utf8),
+            "the rest of the round went on")
+
+        try saved.write(to: chunkFile)
+        try await desktop.syncOnce()
+        #expect(try await desktop.item(at: path)?.downloadError == nil)
+        #expect(try Data(contentsOf: desktop.layout.url(of: path)) == Data("milk".utf8))
+        await service.remove()
+    }
+
     @Test(
         "An item the service refuses (over quota) is on the other device as a placeholder at once, and its upload error is recorded until it fits"
     )
