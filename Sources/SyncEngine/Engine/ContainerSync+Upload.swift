@@ -130,14 +130,21 @@ extension ContainerSync {
         try await settle(&item, after: answer, uploaded: version, content: content, identity: identity)
     }
 
-    /// A new local item whose path the service already has: the same content there means it is that item (a
-    /// create whose answer was lost, or the same file made on two devices), which is adopted; other content there
-    /// means another item, and the local one steps aside as a "conflicted copy" to be uploaded next round.
+    /// A new local item whose path the service already has: the same content there, or none yet, means it is that
+    /// item (a create whose answer was lost, or the same file made on two devices), which is adopted; other content
+    /// there means another item, and the local one steps aside as a "conflicted copy" to be uploaded next round.
     private func resolveCollision(
         at path: ItemPath, kind: ItemKind, content: LocalContent, identity: LocalFileIdentity
     ) async throws {
         let existing = try await client.items(in: container).items.first {
             !$0.isDeleted && $0.path.collisionKey == path.collisionKey
+        }
+        if let existing, existing.kind == kind, existing.path == path, existing.currentVersion == nil {
+            // A record whose content never came (its device was stopped between the two): this content is its first
+            // version (should that device send its own later, the service keeps both).
+            try save([LocalItem(id: existing.id, path: path, kind: kind)])
+            try await uploadContent(of: existing.id, kind: kind)
+            return
         }
         if let existing, existing.kind == kind, existing.path == path {
             let detail = try await client.item(existing.id, in: container)

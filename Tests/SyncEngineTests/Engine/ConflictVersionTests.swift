@@ -337,3 +337,25 @@ extension TwoDeviceSyncTests {
         }
     }
 }
+
+extension TwoDeviceSyncTests {
+    @Test("A record sent just before the engine was killed (its content never followed) is adopted on restart")
+    func recordWithoutContentIsAdopted() async throws {
+        try await withDevices { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            let path = try ItemPath("Documents/List.txt")
+            try devices.write("milk", to: path.string, on: laptop)
+            // What a killed engine leaves on the service: the record, sent first, and nothing else.
+            let orphan = ItemID()
+            _ = try await laptop.client.createItem(
+                CreateItemRequest(id: orphan, path: path, kind: .file), in: Self.container)
+
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            #expect(try devices.documents(on: laptop) == ["List.txt"], "no conflicted copy")
+            #expect(try await laptop.item(at: path)?.id == orphan)
+            #expect(try await laptop.item(at: path)?.baseVersion != nil)
+            #expect(devices.read(path.string, on: desktop) == "milk")
+        }
+    }
+}
