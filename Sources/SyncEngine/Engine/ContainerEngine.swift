@@ -4,9 +4,10 @@ import ServiceLifecycle
 import UbiquityProtocol
 
 /// The long-running engine of one container, as a `Service`: it holds the container's lock, watches its folder,
-/// listens to push, and runs a sync round whenever something changed here or there — and every
-/// ``pollInterval`` in case a push was missed. A failed round (the service unreachable, say) is retried with
-/// backoff; local changes wait on disk and in the state database meanwhile.
+/// serves other processes on its socket (``EngineSocketServer``), listens to push, and runs a sync round whenever
+/// something changed here or there — and every ``pollInterval`` in case a push was missed. A failed round (the
+/// service unreachable, say) is retried with backoff; local changes wait on disk and in the state database
+/// meanwhile.
 ///
 /// ```swift
 /// let engine = ContainerEngine(sync: sync, pushToken: token)
@@ -36,7 +37,16 @@ public struct ContainerEngine: Service {
         let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let watcher = try ContainerWatcher(folder: sync.layout.folder) { trigger.yield() }
         defer { watcher.stop() }
+        // Other processes reach the engine through its socket, bound only now that the lock is held.
+        let socket = try await EngineSocketServer.bind(serving: sync, logger: logger)
         await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await socket.run()
+                } catch {
+                    logger.debug("engine socket stopped", metadata: ["error": "\(error)"])
+                }
+            }
             if let pushToken {
                 group.addTask {
                     let push = PushClient(

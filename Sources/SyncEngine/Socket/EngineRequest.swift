@@ -1,0 +1,109 @@
+import UbiquityProtocol
+
+/// One request to the running engine over its socket, answered by an ``EngineResponse`` with the same ``id``.
+///
+/// On the wire it is one JSON object on one line, the operation under `"op"`:
+///
+/// ```json
+/// {"id":1,"op":"items"}
+/// {"id":2,"op":"item","path":"Documents/List.grocery"}
+/// {"id":3,"op":"download","path":"Documents/Big.pdf"}
+/// {"id":4,"op":"evict","path":"Documents/Big.pdf"}
+/// {"id":5,"op":"versions","path":"Documents/List.grocery"}
+/// {"id":6,"op":"resolve","path":"Documents/List.grocery","keep":"6f1c…"}
+/// {"id":7,"op":"syncNow"}
+/// {"id":8,"op":"subscribe"}
+/// ```
+///
+/// Paths are ``ItemPath``s, checked as they are decoded: a hostile path is refused with its own code.
+public struct EngineRequest: Hashable, Sendable, Codable {
+    /// What the engine is asked to do; each maps onto ``ContainerSync``'s API of the same name.
+    public enum Operation: Hashable, Sendable {
+        /// Every item the engine knows, and the transfers under way (``ContainerSync/items()``,
+        /// ``ContainerSync/currentTransfers()``).
+        case items
+        /// The item at a path, if the engine knows one (``ContainerSync/item(at:)``).
+        case item(ItemPath)
+        /// Download the current content of the item at a path (``ContainerSync/download(_:)``).
+        case download(ItemPath)
+        /// Drop the local content of the item at a path, keeping a placeholder (``ContainerSync/evict(_:)``).
+        case evict(ItemPath)
+        /// The kept versions of the item at a path (``ContainerSync/versions(of:)``).
+        case versions(ItemPath)
+        /// Resolve the item's conflicts keeping a version, `nil` for the current one
+        /// (``ContainerSync/resolve(_:keeping:)``).
+        case resolve(ItemPath, keeping: VersionID?)
+        /// Run a sync round now and answer when it is over (``ContainerSync/syncOnce()``).
+        case syncNow
+        /// From the answer on, push every ``SyncEvent`` to this connection as it happens.
+        case subscribe
+    }
+
+    /// Chosen by the client and echoed in the response, so requests can be pipelined.
+    public var id: UInt64
+    /// What to do.
+    public var operation: Operation
+
+    /// Creates a request.
+    public init(id: UInt64, _ operation: Operation) {
+        self.id = id
+        self.operation = operation
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, op, path, keep
+    }
+
+    /// Decodes a request.
+    /// - Throws: ``ProtocolError`` with ``ProtocolError/Code/malformedRequest`` for an unknown operation, or the
+    ///   code of a path or version id that breaks a rule; `DecodingError` for a missing or mistyped field.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(UInt64.self, forKey: .id)
+        let name = try container.decode(String.self, forKey: .op)
+        func path() throws -> ItemPath { try container.decode(ItemPath.self, forKey: .path) }
+        switch name {
+        case "items": operation = .items
+        case "item": operation = .item(try path())
+        case "download": operation = .download(try path())
+        case "evict": operation = .evict(try path())
+        case "versions": operation = .versions(try path())
+        case "resolve":
+            operation = .resolve(try path(), keeping: try container.decodeIfPresent(VersionID.self, forKey: .keep))
+        case "syncNow": operation = .syncNow
+        case "subscribe": operation = .subscribe
+        default: throw ProtocolError(.malformedRequest, "unknown operation \"\(name.prefix(100))\"")
+        }
+    }
+
+    /// Encodes the request in its wire form.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(operation.name, forKey: .op)
+        switch operation {
+        case .items, .syncNow, .subscribe: break
+        case .item(let path), .download(let path), .evict(let path), .versions(let path):
+            try container.encode(path, forKey: .path)
+        case .resolve(let path, let keep):
+            try container.encode(path, forKey: .path)
+            try container.encodeIfPresent(keep, forKey: .keep)
+        }
+    }
+}
+
+extension EngineRequest.Operation {
+    /// The operation's name on the wire (`"op"`).
+    public var name: String {
+        switch self {
+        case .items: "items"
+        case .item: "item"
+        case .download: "download"
+        case .evict: "evict"
+        case .versions: "versions"
+        case .resolve: "resolve"
+        case .syncNow: "syncNow"
+        case .subscribe: "subscribe"
+        }
+    }
+}
