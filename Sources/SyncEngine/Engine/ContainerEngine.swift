@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 import UbiquityProtocol
 
 /// The long-running engine of one container, as a `Service`: it holds the container's lock, watches its folder,
@@ -35,7 +36,13 @@ public struct ContainerEngine: Service {
     public func run() async throws {
         let lock = try EngineLock(sync.layout)
         let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let watcher = try ContainerWatcher(folder: sync.layout.folder) { trigger.yield() }
+        // What the next round scans: everything at start (the start-up scan) and after each poll; otherwise the
+        // paths file-system events named since the last round (none for a round the service's push asked for).
+        let pending = PendingScope()
+        let watcher = try ContainerWatcher(folder: sync.layout.folder) { scope in
+            pending.add(scope)
+            trigger.yield()
+        }
         defer { watcher.stop() }
         // Other processes reach the engine through its socket, bound only now that the lock is held.
         let socket = try await EngineSocketServer.bind(serving: sync, logger: logger)
@@ -63,16 +70,19 @@ public struct ContainerEngine: Service {
             group.addTask {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: pollInterval)
+                    pending.add(.everything)
                     trigger.yield()
                 }
             }
             trigger.yield()
             var backoff = Duration.milliseconds(100)
             for await _ in triggers.cancelOnGracefulShutdown() {
+                let scope = pending.take()
                 do {
-                    try await sync.syncOnce()
+                    try await sync.syncOnce(scanning: scope)
                     backoff = .milliseconds(100)
                 } catch {
+                    pending.add(scope)  // scanned again next time
                     logger.warning("sync round failed; retrying", metadata: ["error": "\(error)", "in": "\(backoff)"])
                     let wait = backoff
                     backoff = min(backoff * 2, maximumBackoff)
@@ -86,5 +96,19 @@ public struct ContainerEngine: Service {
             group.cancelAll()
         }
         withExtendedLifetime(lock) {}
+    }
+}
+
+/// The scan scope the engine's next round owes: events add to it, a round takes it.
+private final class PendingScope: Sendable {
+    private let scope = Mutex(ScanScope.everything)
+
+    func add(_ more: ScanScope) { scope.withLock { $0 = $0.union(more) } }
+
+    func take() -> ScanScope {
+        scope.withLock { scope in
+            defer { scope = .paths([]) }
+            return scope
+        }
     }
 }

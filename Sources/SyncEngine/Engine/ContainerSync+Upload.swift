@@ -13,11 +13,21 @@ extension ContainerSync {
     /// Sends what changed on disk since the last round: first the queued operations on versions, then each change
     /// the scan finds. A change the service refuses (over quota, say) is recorded on its item as an upload error and
     /// the others go on; an unreachable service ends the round (the changes wait on disk for the next one).
-    func pushLocalChanges() async throws {
+    func pushLocalChanges(_ scope: ScanScope = .everything) async throws {
         try await sendQueuedOperations()
         let (scanner, folder) = (scanner, layout.folder)
-        let scan = try await BlockingWork.run { try scanner.scan(folder) }
-        let known = try state.items()
+        let scan: LocalScanner.Result
+        let known: [LocalItem]
+        switch scope {
+        case .everything:
+            scan = try await BlockingWork.run { try scanner.scan(folder) }
+            known = try state.items()
+        case .paths(let paths):
+            let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
+            if roots.isEmpty { return }
+            scan = try await BlockingWork.run { scanner.scan(folder, only: roots) }
+            known = try state.items(atOrBelow: roots)
+        }
         for change in LocalChangeDetector.changes(known: known, scanned: scan.items) {
             do {
                 try await send(change, scan: scan)

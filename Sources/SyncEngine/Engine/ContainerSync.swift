@@ -84,8 +84,25 @@ public actor ContainerSync {
     public nonisolated func events() -> AsyncStream<SyncEvent> { hub.stream() }
 
     /// One round: what changed here goes up, then what changed elsewhere comes down.
-    public func syncOnce() async throws {
-        try await pushLocalChanges()
+    /// - Parameter scope: What the local scan looks at: the whole container (the default, as at start-up), or only
+    ///   the paths file-system events named (none: a round for the service's changes alone).
+    public func syncOnce(scanning scope: ScanScope = .everything) async throws {
+        try await pushLocalChanges(scope)
         try await pullRemoteChanges()
+    }
+}
+
+/// What a round's local scan looks at.
+public enum ScanScope: Hashable, Sendable {
+    /// The whole container: every item compared with the state database.
+    case everything
+    /// Only these paths, relative to the container's folder, and what is below them (a path inside a package stands
+    /// for the package): the items file-system events named.
+    case paths(Set<String>)
+
+    /// Both scopes' paths together.
+    public func union(_ other: ScanScope) -> ScanScope {
+        guard case .paths(let mine) = self, case .paths(let theirs) = other else { return .everything }
+        return .paths(mine.union(theirs))
     }
 }

@@ -53,6 +53,50 @@ public struct LocalScanner: Sendable {
         return result
     }
 
+    /// Scans only what is at `paths` (relative to `folder`, as file-system events name them): each path is looked
+    /// at by itself — a folder found there is scanned whole, a path inside a package stands for the package, and a
+    /// path with nothing there finds nothing.
+    public func scan(_ folder: URL, only paths: Set<String>) -> Result {
+        var result = Result()
+        for path in Set(paths.map(itemRoot)).sorted() where !path.isEmpty {
+            let full = folder.path + "/" + path
+            var info = stat()
+            guard lstat(full, &info) == 0 else { continue }
+            let type = info.st_mode & S_IFMT
+            guard type == S_IFREG || type == S_IFDIR else {
+                result.skipped[path] = type == S_IFLNK ? "symbolic links are not synced" : "not a file or folder"
+                continue
+            }
+            guard let itemPath = try? ItemPath(path) else {
+                result.skipped[path] = "not a valid item path"
+                continue
+            }
+            if type == S_IFREG {
+                result.items[itemPath] = ScannedItem(path: itemPath, kind: .file, identity: LocalFileIdentity(info))
+            } else if types.isPackageExtension((path as NSString).pathExtension) {
+                result.items[itemPath] = ScannedItem(
+                    path: itemPath, kind: .package, identity: packageIdentity(full, info))
+            } else {
+                result.items[itemPath] = ScannedItem(
+                    path: itemPath, kind: .directory, identity: LocalFileIdentity(info))
+                try? walk(full, relative: path, into: &result)
+            }
+        }
+        return result
+    }
+
+    /// The item a relative path belongs to: the path itself, or the package it is inside; `""` for the container's
+    /// own folder and anything in the private folder.
+    public func itemRoot(of path: String) -> String {
+        var components: [Substring] = []
+        for component in path.split(separator: "/") {
+            if components.isEmpty && component == ItemPath.reservedFolderName { return "" }
+            components.append(component)
+            if types.isPackageExtension((String(component) as NSString).pathExtension) { break }
+        }
+        return components.joined(separator: "/")
+    }
+
     private func walk(_ directory: String, relative: String, into result: inout Result) throws {
         for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
             if relative.isEmpty && name == ItemPath.reservedFolderName { continue }

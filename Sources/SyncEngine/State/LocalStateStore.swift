@@ -50,6 +50,21 @@ public struct LocalStateStore: Sendable {
         }
     }
 
+    /// The items at `paths` and everything below them (what a scan of those paths covers).
+    public func items(atOrBelow paths: Set<String>) throws -> [LocalItem] {
+        try pool.read { db in
+            var records: [String: String] = [:]
+            for path in paths where !path.isEmpty {
+                // Below `path` is the range from "path/" up to (not including) "path0" ('0' follows '/').
+                let rows = try Row.fetchAll(
+                    db, sql: "SELECT id, record FROM item WHERE path = ? OR (path >= ? AND path < ?)",
+                    arguments: [path, path + "/", path + "0"])
+                for row in rows { records[row["id"]] = row["record"] }
+            }
+            return try records.values.map(Self.decode).sorted { $0.path < $1.path }
+        }
+    }
+
     /// The items whose last download failed.
     public func itemsWithDownloadErrors() throws -> [LocalItem] {
         try pool.read { db in

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import UbiquityProtocol
 
 #if canImport(Glibc)
     import Glibc
@@ -8,10 +9,11 @@ import Synchronization
 #endif
 
 /// Watches a container folder and every folder in it (new ones as they appear) with inotify, and calls `changed`
-/// once per burst of events, after the burst has been quiet for ``debounce`` (or has lasted ten times that).
+/// once per burst of events, after the burst has been quiet for ``debounce`` (or has lasted ten times that), with the
+/// paths the burst named (relative to the folder) — or ``ScanScope/everything`` when the kernel dropped events.
 ///
-/// The engine rescans on each call — comparing identities, reading no content — so the watcher only has to say
-/// "something moved". The private `.ubiquity/` folder is not watched.
+/// The engine scans those paths — comparing identities, reading no content. The private `.ubiquity/` folder is not
+/// watched.
 public final class ContainerWatcher: Sendable {
     /// How long a burst must be quiet before `changed` is called.
     public let debounce: Duration
@@ -22,7 +24,9 @@ public final class ContainerWatcher: Sendable {
 
     /// Starts watching `folder`.
     /// - Throws: `POSIXError` when inotify is unavailable.
-    public init(folder: URL, debounce: Duration = .milliseconds(30), changed: @escaping @Sendable () -> Void) throws {
+    public init(
+        folder: URL, debounce: Duration = .milliseconds(30), changed: @escaping @Sendable (ScanScope) -> Void
+    ) throws {
         let descriptor = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .ENOSYS) }
         self.descriptor = descriptor
@@ -53,13 +57,14 @@ public final class ContainerWatcher: Sendable {
         }
     }
 
-    private func run(_ changed: @Sendable () -> Void) {
+    private func run(_ changed: @Sendable (ScanScope) -> Void) {
         defer { close(descriptor) }
         let capacity = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 8)
         defer { buffer.deallocate() }
         let quiet = Int32(debounce.components.seconds * 1000 + debounce.components.attoseconds / 1_000_000_000_000_000)
         var pending = false
+        var scope = ScanScope.paths([])
         var burstStart = ContinuousClock.now
         while !stopped.load(ordering: .sequentiallyConsistent) {
             var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
@@ -69,30 +74,39 @@ public final class ContainerWatcher: Sendable {
                 if count > 0 {
                     if !pending { burstStart = .now }
                     pending = true
-                    addNewFolders(buffer, count: count)
+                    scope = scope.union(handle(buffer, count: count))
                     if ContinuousClock.now - burstStart < debounce * 10 { continue }
                 }
             }
             if pending, ready == 0 || ContinuousClock.now - burstStart >= debounce * 10 {
                 pending = false
-                if !stopped.load(ordering: .sequentiallyConsistent) { changed() }
+                let burst = scope
+                scope = .paths([])
+                if !stopped.load(ordering: .sequentiallyConsistent) { changed(burst) }
             }
         }
     }
 
-    /// Adds watches for folders created or moved in (and what is already inside them).
-    private func addNewFolders(_ buffer: UnsafeMutableRawPointer, count: Int) {
+    /// Adds watches for folders created or moved in (and what is already inside them), and says which paths the
+    /// events name.
+    private func handle(_ buffer: UnsafeMutableRawPointer, count: Int) -> ScanScope {
+        var paths = Set<String>()
         var offset = 0
         while offset + MemoryLayout<inotify_event>.size <= count {
             let event = buffer.load(fromByteOffset: offset, as: inotify_event.self)
             let nameStart = offset + MemoryLayout<inotify_event>.size
-            if event.mask & UInt32(IN_ISDIR) != 0, event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, event.len > 0,
-                let parent = watches.withLock({ $0[event.wd] })
-            {
-                let name = String(cString: (buffer + nameStart).assumingMemoryBound(to: CChar.self))
-                if !(parent == root && name == ".ubiquity") { addTree(parent + "/" + name) }
+            defer { offset = nameStart + Int(event.len) }
+            if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { return .everything }
+            guard let parent = watches.withLock({ $0[event.wd] }) else { continue }
+            let name =
+                event.len > 0 ? String(cString: (buffer + nameStart).assumingMemoryBound(to: CChar.self)) : ""
+            if parent == root && name == ItemPath.reservedFolderName { continue }
+            let full = name.isEmpty ? parent : parent + "/" + name
+            if full.count > root.count { paths.insert(String(full.dropFirst(root.count + 1))) }
+            if event.mask & UInt32(IN_ISDIR) != 0, event.mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0, !name.isEmpty {
+                addTree(full)
             }
-            offset = nameStart + Int(event.len)
         }
+        return .paths(paths)
     }
 }

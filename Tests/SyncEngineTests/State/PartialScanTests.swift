@@ -1,0 +1,111 @@
+import DocumentKit
+import Foundation
+import SyncEngine
+import Synchronization
+import Testing
+import UbiquityProtocol
+
+/// The engine scans only what file-system events named; these tests hold that to the full scan's answer.
+@Suite("Scans of the paths events named find what a full scan finds")
+struct PartialScanTests {
+    /// Collects the watcher's bursts.
+    final class Bursts: Sendable {
+        private let scopes = Mutex<[ScanScope]>([])
+        func add(_ scope: ScanScope) { scopes.withLock { $0.append(scope) } }
+        func take() -> ScanScope {
+            scopes.withLock { scopes in
+                defer { scopes = [] }
+                return scopes.reduce(ScanScope.paths([])) { $0.union($1) }
+            }
+        }
+        var isEmpty: Bool { scopes.withLock { $0.isEmpty } }
+    }
+
+    /// The known items after `scan`: ids kept for the same file (device and inode), identities no longer racy.
+    private func settle(_ known: [LocalItem], after scan: LocalScanner.Result) -> [LocalItem] {
+        var ids: [String: ItemID] = [:]
+        for item in known {
+            if let identity = item.identity { ids["\(identity.device):\(identity.inode)"] = item.id }
+        }
+        return scan.items.values.map { found in
+            var identity = found.identity
+            identity.capturedAt = identity.modified + LocalFileIdentity.racyInterval + 1
+            return LocalItem(
+                id: ids["\(identity.device):\(identity.inode)"] ?? ItemID(), path: found.path, kind: found.kind,
+                identity: identity, baseVersion: VersionID())
+        }
+    }
+
+    @Test("Creations, safe saves, renames, moves of files and folders, package edits and deletions")
+    func partialScansAgreeWithFullScans() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-partial-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        let documents = folder.appendingPathComponent("Documents", isDirectory: true)
+        try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let types = DocumentTypeRegistry()
+        types.register(
+            DocumentType(
+                identifier: "com.example.grocery-item", conformsTo: ["com.apple.package"], filenameExtensions: ["item"])
+        )
+        let scanner = LocalScanner(types: types)
+        let bursts = Bursts()
+        let watcher = try ContainerWatcher(folder: folder) { bursts.add($0) }
+        defer { watcher.stop() }
+        var known = settle([], after: try scanner.scan(folder))
+
+        func file(_ path: String) -> URL { documents.appendingPathComponent(path) }
+        func write(_ text: String, _ path: String) throws {
+            try FileManager.default.createDirectory(
+                at: file(path).deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(text.utf8).write(to: file(path))
+        }
+        let operations: [(String, () throws -> Void)] = [
+            ("create a file", { try write("milk", "List.txt") }),
+            (
+                "save over it safely",
+                {
+                    try write("milk, eggs", ".List.txt.1f.tmp")
+                    _ = rename(file(".List.txt.1f.tmp").path, file("List.txt").path)
+                }
+            ),
+            ("rename it", { try FileManager.default.moveItem(at: file("List.txt"), to: file("Weekly.txt")) }),
+            (
+                "move it into a new folder",
+                {
+                    try FileManager.default.createDirectory(at: file("Shops"), withIntermediateDirectories: true)
+                    try FileManager.default.moveItem(at: file("Weekly.txt"), to: file("Shops/Weekly.txt"))
+                }
+            ),
+            ("move the folder", { try FileManager.default.moveItem(at: file("Shops"), to: file("Stores")) }),
+            ("create a package", { try write("Milk", "Item_1.item/name.txt") }),
+            ("change a package member", { try write("Oat milk", "Item_1.item/name.txt") }),
+            ("add a package member", { try write("png", "Item_1.item/Images/photo.png") }),
+            ("make a tree at once", { try write("deep", "A/B/C/deep.txt") }),
+            ("delete a folder", { try FileManager.default.removeItem(at: file("Stores")) }),
+            ("delete a package", { try FileManager.default.removeItem(at: file("Item_1.item")) }),
+        ]
+        for (name, operation) in operations {
+            try operation()
+            let deadline = ContinuousClock.now + .seconds(20)
+            while bursts.isEmpty && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            try await Task.sleep(for: .milliseconds(150))  // the rest of the burst, if it was split
+            let scope = bursts.take()
+            guard case .paths(let paths) = scope else {
+                Issue.record("\(name): the watcher asked for everything")
+                continue
+            }
+            let full = try scanner.scan(folder)
+            let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
+            let partial = scanner.scan(folder, only: roots)
+            let region = known.filter { item in
+                roots.contains { item.path.string == $0 || item.path.string.hasPrefix($0 + "/") }
+            }
+            let expected = Set(LocalChangeDetector.changes(known: known, scanned: full.items))
+            let found = Set(LocalChangeDetector.changes(known: region, scanned: partial.items))
+            #expect(!expected.isEmpty, "\(name): the step changed something")
+            #expect(found == expected, "\(name): events named \(paths.sorted())")
+            known = settle(known, after: full)
+        }
+    }
+}
