@@ -42,9 +42,11 @@ extension EngineSocketServer {
                 break
             }
             return .done
+        } catch let error as ProtocolError {
+            return .failure(error)
         } catch {
-            let record = ItemError(error)
-            return .failure((error as? ProtocolError) ?? ProtocolError(record.code, record.message))
+            let record = ItemError(error)  // a local failure (disk, network): internalError, with what happened
+            return .failure(ProtocolError(record.code, record.message))
         }
     }
 

@@ -72,11 +72,12 @@ public final class EngineSocketServer: Service, Sendable {
         logger: Logger = Logger(label: "ubiquity.engine.socket")
     ) async throws -> EngineSocketServer {
         let layout = sync.layout
+        // Named short: a unix socket's path is limited to 107 bytes, and this one is only 2 longer than the final one.
         let staging = layout.privateFolder.appendingPathComponent(
-            ".socket-\(UUID().uuidString.prefix(8).lowercased())", isDirectory: true)
+            ".s-\(UUID().uuidString.prefix(8).lowercased())", isDirectory: true)
         guard mkdir(staging.path, 0o700) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { try? FileManager.default.removeItem(at: staging) }
-        let bound = staging.appendingPathComponent("engine.sock").path
+        let bound = staging.appendingPathComponent("s").path
         let maximum = configuration.maximumFrameBytes
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .bind(unixDomainSocketPath: bound) { channel in

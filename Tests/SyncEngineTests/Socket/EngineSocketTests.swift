@@ -151,8 +151,11 @@ struct EngineSocketTests {
             let client = try await EngineSocketClient.connect(to: laptop.layout)
 
             try await client.syncNow()
-            #expect(try await client.item(at: path)?.hasUnresolvedConflicts == true)
-            let (current, versions) = try await client.versions(of: path)
+            // Pipelined: both requests are sent before either answer is read.
+            async let conflicted = client.item(at: path)
+            async let listed = client.versions(of: path)
+            #expect(try await conflicted?.hasUnresolvedConflicts == true)
+            let (current, versions) = try await listed
             let conflict = try #require(versions.first { $0.isConflict && !$0.isResolved })
             #expect(current != nil && conflict.id != current)
             #expect(versions.contains { $0.id == current })
@@ -280,7 +283,7 @@ struct EngineSocketTests {
             #expect(info.st_mode & 0o777 == 0o600)
             #expect(try await client.items().items.allSatisfy { $0.kind == .directory }, "no files yet")
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: laptop.layout.privateFolder.path)
-            #expect(!leftovers.contains { $0.hasPrefix(".socket-") }, "the folder it was bound in is gone")
+            #expect(!leftovers.contains { $0.hasPrefix(".s-") }, "the folder it was bound in is gone")
 
             running.cancel()
             _ = await running.result
