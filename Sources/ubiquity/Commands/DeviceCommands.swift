@@ -28,6 +28,70 @@ struct DeviceOptions: ParsableArguments {
     }
 }
 
+/// The container's engine as a command reaches it: the running one over its socket (`ubiquity sync`, or an app
+/// with the engine embedded), else a sync of the container opened in this process for the one request.
+enum DeviceEngine {
+    case running(EngineSocketClient)
+    case local(ContainerSync)
+
+    /// Runs `body` with the running engine of `container`, or a local sync of it.
+    static func using<Value>(
+        _ container: String, options: DeviceOptions, _ body: (DeviceEngine) async throws -> Value
+    ) async throws -> Value {
+        let engine = try await open(container, options: options)
+        do {
+            let value = try await body(engine)
+            await engine.close()
+            return value
+        } catch {
+            await engine.close()
+            throw error
+        }
+    }
+
+    private static func open(_ container: String, options: DeviceOptions) async throws -> DeviceEngine {
+        let layout = try options.layout(container)
+        if FileManager.default.fileExists(atPath: layout.socket.path),
+            let client = try? await EngineSocketClient.connect(to: layout)
+        {
+            return .running(client)
+        }
+        return .local(try options.sync(container).0)
+    }
+
+    func download(_ path: ItemPath) async throws {
+        switch self {
+        case .running(let engine): try await engine.download(path)
+        case .local(let sync): try await sync.download(path)
+        }
+    }
+
+    func evict(_ path: ItemPath) async throws {
+        switch self {
+        case .running(let engine): try await engine.evict(path)
+        case .local(let sync): try await sync.evict(path)
+        }
+    }
+
+    func versions(of path: ItemPath) async throws -> (current: VersionID?, versions: [VersionRecord]) {
+        switch self {
+        case .running(let engine): try await engine.versions(of: path)
+        case .local(let sync): try await sync.versions(of: path)
+        }
+    }
+
+    func resolve(_ path: ItemPath, keeping keep: VersionID?) async throws {
+        switch self {
+        case .running(let engine): try await engine.resolve(path, keeping: keep)
+        case .local(let sync): try await sync.resolve(path, keeping: keep)
+        }
+    }
+
+    func close() async {
+        if case .running(let engine) = self { await engine.close() }
+    }
+}
+
 /// `ubiquity login`: sign this device in; the password is read from standard input.
 struct LoginCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -115,9 +179,8 @@ struct DownloadCommand: AsyncParsableCommand {
 
     func run() async throws {
         let item = try ItemPath(path)
-        let (sync, _) = try options.sync(container)
-        try await sync.download(item)
-        print("downloaded \(sync.layout.url(of: item).path)")
+        try await DeviceEngine.using(container, options: options) { try await $0.download(item) }
+        print("downloaded \(try options.layout(container).url(of: item).path)")
     }
 }
 
@@ -132,9 +195,8 @@ struct EvictCommand: AsyncParsableCommand {
 
     func run() async throws {
         let item = try ItemPath(path)
-        let (sync, _) = try options.sync(container)
-        try await sync.evict(item)
-        print("evicted \(sync.layout.url(of: item).path); `ubiquity download` brings it back")
+        try await DeviceEngine.using(container, options: options) { try await $0.evict(item) }
+        print("evicted \(try options.layout(container).url(of: item).path); `ubiquity download` brings it back")
     }
 }
 
@@ -149,8 +211,9 @@ struct VersionsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let item = try ItemPath(path)
-        let (sync, _) = try options.sync(container)
-        let (current, versions) = try await sync.versions(of: item)
+        let (current, versions) = try await DeviceEngine.using(container, options: options) {
+            try await $0.versions(of: item)
+        }
         for version in versions {
             let role =
                 version.id == current
@@ -177,8 +240,7 @@ struct ResolveCommand: AsyncParsableCommand {
         // Bad input is refused before anything is opened or made.
         let item = try ItemPath(path)
         let version = keep == "current" ? nil : try VersionID(keep)
-        let (sync, _) = try options.sync(container)
-        try await sync.resolve(item, keeping: version)
+        try await DeviceEngine.using(container, options: options) { try await $0.resolve(item, keeping: version) }
         print("resolved \(path): kept \(keep)")
     }
 }

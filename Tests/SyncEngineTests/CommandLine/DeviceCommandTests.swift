@@ -89,4 +89,85 @@ struct DeviceCommandTests {
         #expect(try Data(contentsOf: copy) == Data(text.utf8))
         await service.remove()
     }
+
+    @Test("With `ubiquity sync` running, download and evict from another process go through its engine's socket")
+    func commandsReachTheRunningEngine() async throws {
+        let service = try await LocalService.start()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-cli-engine-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        _ = try await ServiceClient(baseURL: service.baseURL).register(name: "ada", password: "correct horse")
+        let container = "TEAM.com.example.grocery"
+        let login = try await ubiquity(
+            ["login", "--server", service.baseURL, "--account", "ada", "--device", "desktop", "--profile", "desktop"],
+            input: "correct horse\n", home: home)
+        #expect(login.status == 0, "login: \(login.output)")
+        // Another device puts a large file (a placeholder on the desktop) on the service.
+        let laptop = try ContainerSync(
+            layout: ContainerLayout(root: home.appendingPathComponent("laptop"), container: try ContainerID(container)),
+            client: try await service.signIn(account: "ada", device: "laptop"),
+            device: SavingDevice(id: DeviceID(), name: "laptop"))
+        let text = String(repeating: "a big grocery list ", count: 100_000)
+        try Data(text.utf8).write(to: laptop.layout.documents.appendingPathComponent("Big.txt"))
+        try await laptop.syncOnce()
+
+        let desktopRoot = home.appendingPathComponent("desktop")
+        let layout = ContainerLayout(root: desktopRoot, container: try ContainerID(container))
+        let engine = try Self.start(
+            ["sync", "--container", container, "--profile", "desktop", "--root", desktopRoot.path], home: home)
+        defer {
+            engine.terminate()
+            engine.waitUntilExit()
+        }
+        let path = try ItemPath("Documents/Big.txt")
+        var client: EngineSocketClient?
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let connected = try? await EngineSocketClient.connect(to: layout),
+                try await connected.item(at: path) != nil
+            {
+                client = connected
+                break
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let running = try #require(client, "the engine started and heard of the item")
+        let events = try await running.events()
+        let heard = Task {
+            for await event in events {
+                if case .progress(_, let at, let transfer) = event, at == path, transfer?.direction == .download {
+                    return true
+                }
+            }
+            return false
+        }
+
+        let arguments = ["--container", container, "--profile", "desktop", "--root", desktopRoot.path]
+        let fetched = try await ubiquity(["download", path.string] + arguments, home: home)
+        #expect(fetched.status == 0, "download: \(fetched.output)")
+        #expect(try Data(contentsOf: layout.url(of: path)) == Data(text.utf8))
+        #expect(await heard.value, "the running engine did the download")
+        let evicted = try await ubiquity(["evict", path.string] + arguments, home: home)
+        #expect(evicted.status == 0, "evict: \(evicted.output)")
+        #expect(!FileManager.default.fileExists(atPath: layout.url(of: path).path))
+        #expect(try await running.item(at: path)?.isPlaceholder == true)
+        await running.close()
+        await service.remove()
+    }
+
+    /// Starts the built `ubiquity` with `arguments` in the background, in the test's own config and data folders.
+    private static func start(_ arguments: [String], home: URL) throws -> Process {
+        let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("ubiquity")
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_CONFIG_HOME"] = home.appendingPathComponent("config").path
+        environment["XDG_DATA_HOME"] = home.appendingPathComponent("data").path
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
 }
