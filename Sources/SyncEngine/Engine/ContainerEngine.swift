@@ -35,6 +35,7 @@ public struct ContainerEngine: Service {
     /// Runs until cancelled or shut down gracefully.
     public func run() async throws {
         let lock = try EngineLock(sync.layout)
+        await sync.clearTemporaryFiles()
         let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         // What the next round scans: everything at start (the start-up scan) and after each poll; otherwise the
         // paths file-system events named since the last round (none for a round the service's push asked for).

@@ -46,6 +46,8 @@ public actor ContainerSync {
     /// Downloads under way, by the name of their partial file: a second request for the same content waits for the
     /// first instead of writing the same file.
     var downloads: [String: Task<URL, any Error>] = [:]
+    /// The last round asked for; the next waits for it.
+    var round: Task<Void, any Error>?
 
     /// Opens the container (creating its folders and state database when missing).
     public init(
@@ -54,12 +56,6 @@ public actor ContainerSync {
         types: DocumentTypeRegistry = .default, logger: Logger = Logger(label: "ubiquity.sync")
     ) throws {
         try layout.create()
-        // Half-assembled downloads a killed engine left stay, to be resumed (each is checked chunk by chunk);
-        // anything else there is of no use.
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? []
-        where !name.hasSuffix(Self.partialSuffix) {
-            try? FileManager.default.removeItem(at: layout.temporary.appendingPathComponent(name))
-        }
         self.layout = layout
         self.client = client
         self.device = device
@@ -83,12 +79,32 @@ public actor ContainerSync {
     /// What the engine does from now on, as it happens, for as long as the stream is iterated.
     public nonisolated func events() -> AsyncStream<SyncEvent> { hub.stream() }
 
-    /// One round: what changed here goes up, then what changed elsewhere comes down.
+    /// One round: what changed here goes up, then what changed elsewhere comes down. Rounds asked for while one
+    /// runs (by the engine's loop and a client of its socket, say) run one after the other.
     /// - Parameter scope: What the local scan looks at: the whole container (the default, as at start-up), or only
     ///   the paths file-system events named (none: a round for the service's changes alone).
     public func syncOnce(scanning scope: ScanScope = .everything) async throws {
-        try await pushLocalChanges(scope)
-        try await pullRemoteChanges()
+        let previous = round
+        let next = Task {
+            _ = await previous?.result
+            try await pushLocalChanges(scope)
+            try await pullRemoteChanges()
+        }
+        round = next
+        try await withTaskCancellationHandler {
+            try await next.value
+        } onCancel: {
+            next.cancel()
+        }
+    }
+
+    /// Clears what a stopped engine left in `.ubiquity/tmp/` but partial downloads (resumed when next asked for).
+    /// Only the holder of the container's ``EngineLock`` may call this: another engine's files are there otherwise.
+    public func clearTemporaryFiles() {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? []
+        where !name.hasSuffix(Self.partialSuffix) {
+            try? FileManager.default.removeItem(at: layout.temporary.appendingPathComponent(name))
+        }
     }
 }
 

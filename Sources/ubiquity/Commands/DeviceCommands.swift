@@ -130,6 +130,7 @@ struct SyncCommand: AsyncParsableCommand {
         let layout = sync.layout
         if once {
             let lock = try EngineLock(layout)
+            await sync.clearTemporaryFiles()
             try await sync.syncOnce()
             withExtendedLifetime(lock) {}
             print("in step: \(layout.folder.path)")
