@@ -11,6 +11,7 @@ import UbiquityProtocol
 /// {"id":4,"op":"evict","path":"Documents/Big.pdf"}
 /// {"id":5,"op":"versions","path":"Documents/List.grocery"}
 /// {"id":6,"op":"resolve","path":"Documents/List.grocery","keep":"6f1c…"}
+/// {"id":9,"op":"contents","path":"Documents/List.grocery","version":"6f1c…"}
 /// {"id":7,"op":"syncNow"}
 /// {"id":8,"op":"subscribe"}
 /// ```
@@ -33,6 +34,9 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         /// Resolve the item's conflicts keeping a version, `nil` for the current one
         /// (``ContainerSync/resolve(_:keeping:)``).
         case resolve(ItemPath, keeping: VersionID?)
+        /// The local copy of a version of the item at a path, downloaded into `.ubiquity/versions/` the first time
+        /// (``ContainerSync/contents(of:at:)``).
+        case contents(ItemPath, version: VersionID)
         /// Run a sync round now and answer when it is over (``ContainerSync/syncOnce()``).
         case syncNow
         /// From the answer on, push every ``SyncEvent`` to this connection as it happens.
@@ -51,7 +55,7 @@ public struct EngineRequest: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, op, path, keep
+        case id, op, path, keep, version
     }
 
     /// Decodes a request.
@@ -70,6 +74,8 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         case "versions": operation = .versions(try path())
         case "resolve":
             operation = .resolve(try path(), keeping: try container.decodeIfPresent(VersionID.self, forKey: .keep))
+        case "contents":
+            operation = .contents(try path(), version: try container.decode(VersionID.self, forKey: .version))
         case "syncNow": operation = .syncNow
         case "subscribe": operation = .subscribe
         default: throw ProtocolError(.malformedRequest, "unknown operation \"\(name.prefix(100))\"")
@@ -88,6 +94,9 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         case .resolve(let path, let keep):
             try container.encode(path, forKey: .path)
             try container.encodeIfPresent(keep, forKey: .keep)
+        case .contents(let path, let version):
+            try container.encode(path, forKey: .path)
+            try container.encode(version, forKey: .version)
         }
     }
 }
@@ -102,6 +111,7 @@ extension EngineRequest.Operation {
         case .evict: "evict"
         case .versions: "versions"
         case .resolve: "resolve"
+        case .contents: "contents"
         case .syncNow: "syncNow"
         case .subscribe: "subscribe"
         }

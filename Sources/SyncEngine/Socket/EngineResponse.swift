@@ -24,6 +24,8 @@ public struct EngineResponse: Hashable, Sendable, Codable {
         /// The item's current version and its kept versions, newest first
         /// (answers ``EngineRequest/Operation/versions(_:)``).
         case versions(current: VersionID?, [VersionRecord])
+        /// Where the asked-for content is on this machine (answers ``EngineRequest/Operation/contents(_:version:)``).
+        case file(String)
         /// The request was carried out (download, evict, resolve, syncNow, subscribe).
         case done
         /// The request failed, or could not be read; nothing was done.
@@ -42,7 +44,7 @@ public struct EngineResponse: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, result, items, transfers, item, current, versions, error
+        case id, result, items, transfers, item, current, versions, error, path
     }
 
     /// Decodes a response.
@@ -61,6 +63,7 @@ public struct EngineResponse: Hashable, Sendable, Codable {
             outcome = .versions(
                 current: try container.decodeIfPresent(VersionID.self, forKey: .current),
                 try container.decode([VersionRecord].self, forKey: .versions))
+        case "file": outcome = .file(try container.decode(String.self, forKey: .path))
         case "done": outcome = .done
         case "error": outcome = .failure(try container.decode(ProtocolError.self, forKey: .error))
         default: throw ProtocolError(.malformedRequest, "unknown result \"\(name.prefix(100))\"")
@@ -85,6 +88,9 @@ public struct EngineResponse: Hashable, Sendable, Codable {
             try container.encode("versions", forKey: .result)
             try container.encodeIfPresent(current, forKey: .current)
             try container.encode(versions, forKey: .versions)
+        case .file(let path):
+            try container.encode("file", forKey: .result)
+            try container.encode(path, forKey: .path)
         case .done:
             try container.encode("done", forKey: .result)
         case .failure(let error):

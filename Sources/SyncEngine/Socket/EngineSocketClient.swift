@@ -148,6 +148,15 @@ public final class EngineSocketClient: Sendable {
         try await done(.resolve(path, keeping: keep))
     }
 
+    /// The local copy of a version of the item at `path` (the item's own file when it holds that version, else a
+    /// copy in `.ubiquity/versions/`, downloaded the first time).
+    public func contents(of version: VersionID, at path: ItemPath) async throws -> URL {
+        guard case .file(let file) = try await send(.contents(path, version: version)) else {
+            throw unexpected(.contents(path, version: version))
+        }
+        return URL(fileURLWithPath: file)
+    }
+
     /// Runs a sync round now; returns when it is over.
     public func syncNow() async throws {
         try await done(.syncNow)

@@ -36,6 +36,8 @@ extension EngineSocketServer {
                 return .versions(current: current, versions)
             case .resolve(let path, let keep):
                 try await sync.resolve(path, keeping: keep)
+            case .contents(let path, let version):
+                return .file(try await sync.contents(of: version, at: path).path)
             case .syncNow:
                 try await sync.syncOnce()
             case .subscribe:

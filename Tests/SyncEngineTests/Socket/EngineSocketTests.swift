@@ -159,6 +159,13 @@ struct EngineSocketTests {
             let conflict = try #require(versions.first { $0.isConflict && !$0.isResolved })
             #expect(current != nil && conflict.id != current)
             #expect(versions.contains { $0.id == current })
+            // The conflict version's content, fetched into the private folder for the asking process to read.
+            let copy = try await client.contents(of: conflict.id, at: path)
+            #expect(copy.path.hasPrefix(laptop.layout.versions.path))
+            let inPlace = try #require(devices.read(path.string, on: laptop))
+            #expect(
+                Set([try Data(contentsOf: copy), inPlace])
+                    == Set(["milk, eggs", "milk, bread and butter"].map { Data($0.utf8) }))
 
             let events = try await client.events()
             try await client.resolve(path, keeping: conflict.id)
