@@ -62,10 +62,17 @@ public struct ContainerEngine: Service {
                         logger: logger)
                     for await event in push.events() {
                         switch event {
-                        case .connected, .message(.changed): trigger.yield()
+                        case .connected, .message(.changed), .message(.keyValueChanged): trigger.yield()
                         default: break
                         }
                     }
+                }
+            }
+            // A key-value write made here (by this process or a client of the socket) goes up with a round soon.
+            let events = sync.events()
+            group.addTask {
+                for await event in events {
+                    if case .keyValuesChanged(_, .localChange) = event { trigger.yield() }
                 }
             }
             group.addTask {

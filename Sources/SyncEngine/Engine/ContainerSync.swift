@@ -21,11 +21,18 @@ public actor ContainerSync {
         public var eagerDownloadLimit: Int64
         /// The chunker for uploads.
         public var chunker: FileChunker
+        /// The key-value store's limits, checked on this device before a write is taken (Apple's by default; the
+        /// service checks its own).
+        public var keyValueLimits: KeyValueLimits
 
         /// Creates a configuration; the defaults are documented on each field.
-        public init(eagerDownloadLimit: Int64 = 1 << 20, chunker: FileChunker = FileChunker()) {
+        public init(
+            eagerDownloadLimit: Int64 = 1 << 20, chunker: FileChunker = FileChunker(),
+            keyValueLimits: KeyValueLimits = .apple
+        ) {
             self.eagerDownloadLimit = eagerDownloadLimit
             self.chunker = chunker
+            self.keyValueLimits = keyValueLimits
         }
     }
 
@@ -79,7 +86,8 @@ public actor ContainerSync {
     /// What the engine does from now on, as it happens, for as long as the stream is iterated.
     public nonisolated func events() -> AsyncStream<SyncEvent> { hub.stream() }
 
-    /// One round: what changed here goes up, then what changed elsewhere comes down. Rounds asked for while one
+    /// One round: what changed here goes up, then what changed elsewhere comes down, then the key-value store both
+    /// ways. Rounds asked for while one
     /// runs (by the engine's loop and a client of its socket, say) run one after the other.
     /// - Parameter scope: What the local scan looks at: the whole container (the default, as at start-up), or only
     ///   the paths file-system events named (none: a round for the service's changes alone).
@@ -89,6 +97,7 @@ public actor ContainerSync {
             _ = await previous?.result
             try await pushLocalChanges(scope)
             try await pullRemoteChanges()
+            try await syncKeyValues()
         }
         round = next
         try await withTaskCancellationHandler {

@@ -18,6 +18,8 @@ public enum SyncEvent: Hashable, Sendable, Codable {
     case versionLost(ItemID, ItemPath, VersionRecord)
     /// A conflict version was marked resolved.
     case versionResolved(ItemID, ItemPath, VersionRecord)
+    /// Keys of the container's key-value store changed, and why.
+    case keyValuesChanged([String], KeyValueChangeReason)
 }
 
 /// An upload or download of one item's content under way.

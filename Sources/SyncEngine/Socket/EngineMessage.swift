@@ -10,6 +10,7 @@ import UbiquityProtocol
 /// {"event":"progress","itemID":"…","path":"Documents/Big.pdf","transfer":{"direction":"download","completed":65536,"total":9000000}}
 /// {"event":"progress","itemID":"…","path":"Documents/Big.pdf"}
 /// {"event":"versionGained","itemID":"…","path":"…","version":{…}}
+/// {"event":"keyValuesChanged","keys":["sortOrder"],"reason":"serverChange"}
 /// ```
 ///
 /// (`versionLost` and `versionResolved` are written like `versionGained`; a `progress` without `transfer` says
@@ -21,7 +22,7 @@ public enum EngineMessage: Hashable, Sendable, Codable {
     case event(SyncEvent)
 
     enum CodingKeys: String, CodingKey {
-        case event, item, itemID, path, transfer, version
+        case event, item, itemID, path, transfer, version, keys, reason
     }
 
     /// Decodes a frame: an event when it has an `"event"` field, a response otherwise.
@@ -52,6 +53,11 @@ public enum EngineMessage: Hashable, Sendable, Codable {
         case "versionResolved":
             let (id, path) = try item()
             self = .event(.versionResolved(id, path, try version()))
+        case "keyValuesChanged":
+            self = .event(
+                .keyValuesChanged(
+                    try container.decode([String].self, forKey: .keys),
+                    try container.decode(KeyValueChangeReason.self, forKey: .reason)))
         default: throw ProtocolError(.malformedRequest, "unknown event \"\(name.prefix(100))\"")
         }
     }
@@ -89,6 +95,10 @@ public enum EngineMessage: Hashable, Sendable, Codable {
         case .versionResolved(let id, let path, let version):
             try item("versionResolved", id, path)
             try container.encode(version, forKey: .version)
+        case .keyValuesChanged(let keys, let reason):
+            try container.encode("keyValuesChanged", forKey: .event)
+            try container.encode(keys, forKey: .keys)
+            try container.encode(reason, forKey: .reason)
         }
     }
 }

@@ -12,6 +12,8 @@ import UbiquityProtocol
 /// {"id":5,"op":"versions","path":"Documents/List.grocery"}
 /// {"id":6,"op":"resolve","path":"Documents/List.grocery","keep":"6f1c…"}
 /// {"id":9,"op":"contents","path":"Documents/List.grocery","version":"6f1c…"}
+/// {"id":10,"op":"keyValues"}
+/// {"id":11,"op":"setKeyValues","puts":{"sortOrder":{"string":"name"}},"removes":["old"]}
 /// {"id":7,"op":"syncNow"}
 /// {"id":8,"op":"subscribe"}
 /// ```
@@ -37,6 +39,10 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         /// The local copy of a version of the item at a path, downloaded into `.ubiquity/versions/` the first time
         /// (``ContainerSync/contents(of:at:)``).
         case contents(ItemPath, version: VersionID)
+        /// The container's key-value store as this device sees it (``ContainerSync/keyValues()``).
+        case keyValues
+        /// Write values and remove keys of the key-value store (``ContainerSync/setKeyValues(_:removing:)``).
+        case setKeyValues([String: PropertyListValue], removing: Set<String>)
         /// Run a sync round now and answer when it is over (``ContainerSync/syncOnce()``).
         case syncNow
         /// From the answer on, push every ``SyncEvent`` to this connection as it happens.
@@ -55,7 +61,7 @@ public struct EngineRequest: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, op, path, keep, version
+        case id, op, path, keep, version, puts, removes
     }
 
     /// Decodes a request.
@@ -76,6 +82,11 @@ public struct EngineRequest: Hashable, Sendable, Codable {
             operation = .resolve(try path(), keeping: try container.decodeIfPresent(VersionID.self, forKey: .keep))
         case "contents":
             operation = .contents(try path(), version: try container.decode(VersionID.self, forKey: .version))
+        case "keyValues": operation = .keyValues
+        case "setKeyValues":
+            operation = .setKeyValues(
+                try container.decodeIfPresent([String: PropertyListValue].self, forKey: .puts) ?? [:],
+                removing: try container.decodeIfPresent(Set<String>.self, forKey: .removes) ?? [])
         case "syncNow": operation = .syncNow
         case "subscribe": operation = .subscribe
         default: throw ProtocolError(.malformedRequest, "unknown operation \"\(name.prefix(100))\"")
@@ -88,7 +99,10 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         try container.encode(id, forKey: .id)
         try container.encode(operation.name, forKey: .op)
         switch operation {
-        case .items, .syncNow, .subscribe: break
+        case .items, .syncNow, .subscribe, .keyValues: break
+        case .setKeyValues(let puts, let removes):
+            try container.encode(puts, forKey: .puts)
+            try container.encode(removes.sorted(), forKey: .removes)
         case .item(let path), .download(let path), .evict(let path), .versions(let path):
             try container.encode(path, forKey: .path)
         case .resolve(let path, let keep):
@@ -112,6 +126,8 @@ extension EngineRequest.Operation {
         case .versions: "versions"
         case .resolve: "resolve"
         case .contents: "contents"
+        case .keyValues: "keyValues"
+        case .setKeyValues: "setKeyValues"
         case .syncNow: "syncNow"
         case .subscribe: "subscribe"
         }

@@ -26,6 +26,8 @@ public struct EngineResponse: Hashable, Sendable, Codable {
         case versions(current: VersionID?, [VersionRecord])
         /// Where the asked-for content is on this machine (answers ``EngineRequest/Operation/contents(_:version:)``).
         case file(String)
+        /// The key-value store as the device sees it (answers ``EngineRequest/Operation/keyValues``).
+        case keyValues([String: PropertyListValue])
         /// The request was carried out (download, evict, resolve, syncNow, subscribe).
         case done
         /// The request failed, or could not be read; nothing was done.
@@ -44,7 +46,7 @@ public struct EngineResponse: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, result, items, transfers, item, current, versions, error, path
+        case id, result, items, transfers, item, current, versions, error, path, values
     }
 
     /// Decodes a response.
@@ -64,6 +66,8 @@ public struct EngineResponse: Hashable, Sendable, Codable {
                 current: try container.decodeIfPresent(VersionID.self, forKey: .current),
                 try container.decode([VersionRecord].self, forKey: .versions))
         case "file": outcome = .file(try container.decode(String.self, forKey: .path))
+        case "keyValues":
+            outcome = .keyValues(try container.decode([String: PropertyListValue].self, forKey: .values))
         case "done": outcome = .done
         case "error": outcome = .failure(try container.decode(ProtocolError.self, forKey: .error))
         default: throw ProtocolError(.malformedRequest, "unknown result \"\(name.prefix(100))\"")
@@ -91,6 +95,9 @@ public struct EngineResponse: Hashable, Sendable, Codable {
         case .file(let path):
             try container.encode("file", forKey: .result)
             try container.encode(path, forKey: .path)
+        case .keyValues(let values):
+            try container.encode("keyValues", forKey: .result)
+            try container.encode(values, forKey: .values)
         case .done:
             try container.encode("done", forKey: .result)
         case .failure(let error):

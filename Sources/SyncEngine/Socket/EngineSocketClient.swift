@@ -157,6 +157,17 @@ public final class EngineSocketClient: Sendable {
         return URL(fileURLWithPath: file)
     }
 
+    /// The container's key-value store as the device sees it.
+    public func keyValues() async throws -> [String: PropertyListValue] {
+        guard case .keyValues(let values) = try await send(.keyValues) else { throw unexpected(.keyValues) }
+        return values
+    }
+
+    /// Writes values and removes keys of the container's key-value store (sent to the service by the engine).
+    public func setKeyValues(_ puts: [String: PropertyListValue], removing removes: Set<String> = []) async throws {
+        try await done(.setKeyValues(puts, removing: removes))
+    }
+
     /// Runs a sync round now; returns when it is over.
     public func syncNow() async throws {
         try await done(.syncNow)

@@ -38,6 +38,10 @@ extension EngineSocketServer {
                 try await sync.resolve(path, keeping: keep)
             case .contents(let path, let version):
                 return .file(try await sync.contents(of: version, at: path).path)
+            case .keyValues:
+                return .keyValues(try await sync.keyValues())
+            case .setKeyValues(let puts, let removes):
+                try await sync.setKeyValues(puts, removing: removes)
             case .syncNow:
                 try await sync.syncOnce()
             case .subscribe:

@@ -40,6 +40,7 @@ public struct LocalStateStore: Sendable {
                         sequence INTEGER PRIMARY KEY AUTOINCREMENT, item_id TEXT NOT NULL, operation TEXT NOT NULL);
                     """)
         }
+        registerKeyValueMigration(&migrator)
         return migrator
     }
 

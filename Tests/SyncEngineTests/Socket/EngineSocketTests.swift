@@ -398,3 +398,37 @@ final class RawConnection {
 
     func disconnect() { close(descriptor) }
 }
+
+extension EngineSocketTests {
+    @Test(
+        "The key-value store through the socket: a write is taken at once, heard of by subscribers, refused over the limits"
+    )
+    func keyValuesThroughTheSocket() async throws {
+        try await withDevices { devices in
+            let laptop = try await devices.device("laptop")
+            let desktop = try await devices.device("desktop")
+            let server = try await EngineSocketServer.bind(serving: laptop, logger: devices.logger)
+            let serving = Task { try await server.run() }  // serves until the test cancels it
+            defer { serving.cancel() }
+            let client = try await EngineSocketClient.connect(to: laptop.layout)
+            let events = try await client.events()
+
+            try await client.setKeyValues(["sortOrder": .string("aisle"), "old": .bool(true)])
+            try await client.setKeyValues([:], removing: ["old"])
+            #expect(try await client.keyValues() == ["sortOrder": .string("aisle")])
+            var heard: [String] = []
+            for await event in events {
+                if case .keyValuesChanged(let keys, .localChange) = event { heard += keys }
+                if heard.contains("old") && heard.contains("sortOrder") { break }
+            }
+            await #expect {
+                try await client.setKeyValues([String(repeating: "k", count: 65): .bool(true)])
+            } throws: { ($0 as? ProtocolError)?.code == .keyValueKeyTooLong }
+
+            try await client.syncNow()
+            try await desktop.syncOnce()
+            #expect(try await desktop.keyValues() == ["sortOrder": .string("aisle")])
+            await client.close()
+        }
+    }
+}
