@@ -52,6 +52,9 @@ struct Benchmark: Sendable {
         Benchmark(name: ServerChunkBenchmark.name) { try await ServerChunkBenchmark.run(in: $0) },
         Benchmark(name: ChunkingBenchmark.name) { try ChunkingBenchmark.run(in: $0) },
         Benchmark(name: SyncLatencyBenchmark.name) { try await SyncLatencyBenchmark.run(in: $0) },
+        Benchmark(name: SyncDeltaBenchmark.name) { try await SyncDeltaBenchmark.run(in: $0) },
+        Benchmark(name: SyncInitialBenchmark.name) { try await SyncInitialBenchmark.run(in: $0) },
+        Benchmark(name: SyncMemoryBenchmark.name) { try await SyncMemoryBenchmark.run(in: $0) },
     ]
 
     /// Runs the benchmark in a scratch directory under `parent`, which is removed afterwards whatever happens.

@@ -8,21 +8,40 @@ import UbiquityProtocol
 #endif
 
 /// The setting of the sync engine benchmarks: the service in this process on 127.0.0.1 (port 0), and devices of
-/// its one account, each with its own container root under the scratch directory, running real engines.
+/// its one account, each with its own container root, running real engines.
 struct SyncBench {
     let server: BenchServer
-    let scratch: URL
+    /// Where the devices' container roots are: a short path in the system's temporary directory, since the engine's
+    /// socket (`<root>/<container>/.ubiquity/…/engine.sock`) must fit a unix socket address (107 bytes).
+    let roots: URL
 
-    /// The engines' logger: errors only, so the figures stay readable.
+    /// The engines' logger: errors only, so the figures stay readable (`UBIQUITY_BENCH_LOG=debug` for more).
     static let logger = {
         var logger = Logger(label: "ubiquity.bench.sync")
-        logger.logLevel = .error
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["UBIQUITY_BENCH_LOG"].flatMap { Logger.Level(rawValue: $0) } ?? .error
         return logger
     }()
 
     /// Starts the service with its data in `scratch/service`.
     static func start(in scratch: URL) async throws -> SyncBench {
-        SyncBench(server: try await BenchServer.start(in: scratch.appendingPathComponent("service")), scratch: scratch)
+        let roots = URL(fileURLWithPath: "/tmp", isDirectory: true).appendingPathComponent(
+            "ubq-\(UUID().uuidString.prefix(8).lowercased())", isDirectory: true)
+        try FileManager.default.createDirectory(at: roots, withIntermediateDirectories: true)
+        return SyncBench(
+            server: try await BenchServer.start(in: scratch.appendingPathComponent("service")), roots: roots)
+    }
+
+    /// Starts the service, runs `body` with it, and stops the service whatever happens.
+    static func run(in scratch: URL, _ body: (SyncBench) async throws -> Void) async throws {
+        let bench = try await start(in: scratch)
+        do {
+            try await body(bench)
+        } catch {
+            try? await bench.stop()
+            throw error
+        }
+        try await bench.stop()
     }
 
     /// Signs a device named `name` in; its token and identity.
@@ -33,15 +52,19 @@ struct SyncBench {
         return (anonymous.signedIn(with: login.token), login.info.device)
     }
 
-    /// Signs a device named `name` in and opens its container under `scratch/<name>/`.
-    func device(_ name: String, eagerDownloadLimit: Int64 = 1 << 20) async throws -> BenchDevice {
-        let (client, device) = try await signIn(name)
+    /// Signs a device named `name` in and opens its container under `<roots>/<name>/`; the device talks to the
+    /// service through 127.0.0.1:`port` when given (a ``ByteCountingProxy``).
+    func device(_ name: String, eagerDownloadLimit: Int64 = 1 << 20, port: Int? = nil) async throws -> BenchDevice {
+        var (client, device) = try await signIn(name)
+        if let port, let token = client.token {
+            client = ServiceClient(baseURL: "http://127.0.0.1:\(port)", token: token)
+        }
         let layout = ContainerLayout(
-            root: scratch.appendingPathComponent(name, isDirectory: true), container: container)
+            root: roots.appendingPathComponent(name, isDirectory: true), container: container)
         let sync = try ContainerSync(
             layout: layout, client: client, device: device,
             configuration: .init(eagerDownloadLimit: eagerDownloadLimit), logger: Self.logger)
-        return BenchDevice(sync: sync, staging: scratch.appendingPathComponent("\(name)-staging", isDirectory: true))
+        return BenchDevice(sync: sync, staging: roots.appendingPathComponent("\(name)-staging", isDirectory: true))
     }
 
     var container: ContainerID { server.container }
@@ -55,7 +78,11 @@ struct SyncBench {
     /// Versions, moves and deletions the service has committed so far.
     var commits: Double { figure("ubiquity_commits_total") }
 
-    func stop() async throws { try await server.stop() }
+    /// Stops the service and removes the devices' folders.
+    func stop() async throws {
+        defer { try? FileManager.default.removeItem(at: roots) }
+        try await server.stop()
+    }
 }
 
 /// One device of a sync benchmark: its container's sync, and a staging folder on the same volume where files are
@@ -128,10 +155,12 @@ func writeNoise(count: Int, seed: UInt64, to url: URL) throws {
 struct RunningEngine: Sendable {
     let task: Task<Void, any Error>
 
-    /// Stops the engine and waits for it to end.
+    /// Stops the engine and waits for it to end; an engine that had failed says why on standard error.
     func stop() async {
         task.cancel()
-        _ = await task.result
+        if case .failure(let error) = await task.result, !(error is CancellationError) {
+            FileHandle.standardError.write(Data("an engine had stopped: \(error)\n".utf8))
+        }
     }
 }
 
@@ -157,5 +186,31 @@ extension Measure {
             guard ContinuousClock.now < deadline else { throw BenchError("gave up waiting after \(limit)") }
             try await Task.sleep(for: interval)
         }
+    }
+}
+
+/// When the service's commit count moved after a change landed: the first commit (with records sent first, the
+/// item's record) and the last one seen (its content).
+struct CommitWatch {
+    let bench: SyncBench
+    let landed: ContinuousClock.Instant
+    private var seen: Double
+    private(set) var first: Duration?
+    private(set) var last: Duration?
+
+    /// Starts watching; `commits` is the service's count before the change landed.
+    init(_ bench: SyncBench, commits: Double, landed: ContinuousClock.Instant) {
+        self.bench = bench
+        self.landed = landed
+        seen = commits
+    }
+
+    /// Looks at the count now.
+    mutating func check() {
+        let commits = bench.commits
+        guard commits > seen else { return }
+        seen = commits
+        last = .now - landed
+        if first == nil { first = last }
     }
 }
