@@ -13,7 +13,7 @@ import UbiquityProtocol
 /// {"id":6,"op":"resolve","path":"Documents/List.grocery","keep":"6f1c…"}
 /// {"id":9,"op":"contents","path":"Documents/List.grocery","version":"6f1c…"}
 /// {"id":10,"op":"keyValues"}
-/// {"id":11,"op":"setKeyValues","puts":{"sortOrder":{"string":"name"}},"removes":["old"]}
+/// {"id":11,"op":"setKeyValues","puts":{"sortOrder":{"type":"string","value":"name"}},"removes":["old"]}
 /// {"id":7,"op":"syncNow"}
 /// {"id":8,"op":"subscribe"}
 /// ```

@@ -87,6 +87,27 @@ enum DeviceEngine {
         }
     }
 
+    /// The key-value store; with no engine running, after a round of this process fetched the latest (when the
+    /// service is reachable).
+    func keyValues() async throws -> [String: PropertyListValue] {
+        switch self {
+        case .running(let engine): return try await engine.keyValues()
+        case .local(let sync):
+            try? await sync.syncOnce(scanning: .paths([]))
+            return try await sync.keyValues()
+        }
+    }
+
+    /// Writes key-value changes; with no engine running they are sent at once by a round of this process.
+    func setKeyValues(_ puts: [String: PropertyListValue], removing removes: Set<String>) async throws {
+        switch self {
+        case .running(let engine): try await engine.setKeyValues(puts, removing: removes)
+        case .local(let sync):
+            try await sync.setKeyValues(puts, removing: removes)
+            try await sync.syncOnce(scanning: .paths([]))
+        }
+    }
+
     func close() async {
         if case .running(let engine) = self { await engine.close() }
     }
@@ -243,5 +264,72 @@ struct ResolveCommand: AsyncParsableCommand {
         let version = keep == "current" ? nil : try VersionID(keep)
         try await DeviceEngine.using(container, options: options) { try await $0.resolve(item, keeping: version) }
         print("resolved \(path): kept \(keep)")
+    }
+}
+
+/// `ubiquity kv get|set|remove --container ID`: the container's key-value store.
+struct KeyValueCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "kv", abstract: "Read and write the container's key-value store (synced to every device).")
+
+    enum Action: String, ExpressibleByArgument, CaseIterable {
+        case get, set, remove
+    }
+
+    enum ValueType: String, ExpressibleByArgument, CaseIterable {
+        case string, integer, double, bool, json
+    }
+
+    @Argument(help: "get [KEY], set KEY VALUE, or remove KEY.") var action: Action
+    @Argument(help: "The key.") var key: String?
+    @Argument(help: "The value, for set.") var value: String?
+    @Option(help: "How VALUE is read: string (default), integer, double, bool, or json (the value's JSON form).")
+    var type: ValueType = .string
+    @Option(help: "The container.") var container: String
+    @OptionGroup var options: DeviceOptions
+
+    func run() async throws {
+        switch action {
+        case .get:
+            let values = try await DeviceEngine.using(container, options: options) { try await $0.keyValues() }
+            for (name, value) in values.sorted(by: { $0.key < $1.key }) where key == nil || key == name {
+                print("\(name) = \(String(decoding: value.canonicalJSON(), as: UTF8.self))")
+            }
+            if let key, values[key] == nil { throw ValidationError("no key \(key.debugDescription)") }
+        case .set:
+            guard let key, let value else { throw ValidationError("give a key and a value: kv set KEY VALUE") }
+            let parsed = try parse(value)
+            try await DeviceEngine.using(container, options: options) {
+                try await $0.setKeyValues([key: parsed], removing: [])
+            }
+            print("set \(key)")
+        case .remove:
+            guard let key else { throw ValidationError("give the key to remove: kv remove KEY") }
+            try await DeviceEngine.using(container, options: options) {
+                try await $0.setKeyValues([:], removing: [key])
+            }
+            print("removed \(key)")
+        }
+    }
+
+    private func parse(_ text: String) throws -> PropertyListValue {
+        switch type {
+        case .string: return .string(text)
+        case .integer:
+            guard let number = Int64(text) else { throw ValidationError("\(text.debugDescription) is not an integer") }
+            return .integer(number)
+        case .double:
+            guard let number = Double(text) else { throw ValidationError("\(text.debugDescription) is not a number") }
+            return .double(number)
+        case .bool:
+            guard let flag = Bool(text) else { throw ValidationError("\(text.debugDescription) is not true or false") }
+            return .bool(flag)
+        case .json:
+            do {
+                return try JSONDecoder().decode(PropertyListValue.self, from: Data(text.utf8))
+            } catch {
+                throw ValidationError("not a value's JSON form (such as {\"type\":\"string\",\"value\":\"milk\"})")
+            }
+        }
     }
 }

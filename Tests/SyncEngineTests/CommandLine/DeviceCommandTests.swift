@@ -87,6 +87,19 @@ struct DeviceCommandTests {
         #expect(fetched.status == 0, "download: \(fetched.output)")
         let copy = URL(fileURLWithPath: desktopRoot).appendingPathComponent("\(container)/Documents/Big.txt")
         #expect(try Data(contentsOf: copy) == Data(text.utf8))
+
+        // The key-value store: set on one device, read on the other.
+        let laptopOptions = ["--container", container, "--profile", "laptop", "--root", laptopRoot]
+        let desktopOptions = ["--container", container, "--profile", "desktop", "--root", desktopRoot]
+        let set = try await ubiquity(["kv", "set", "sortOrder", "aisle"] + laptopOptions, home: home)
+        #expect(set.status == 0, "kv set: \(set.output)")
+        let count = try await ubiquity(["kv", "set", "count", "3", "--type", "integer"] + laptopOptions, home: home)
+        #expect(count.status == 0, "kv set: \(count.output)")
+        let read = try await ubiquity(["kv", "get"] + desktopOptions, home: home)
+        #expect(read.output.contains(#"sortOrder = {"type":"string","value":"aisle"}"#), "kv get: \(read.output)")
+        #expect(read.output.contains(#"count = {"type":"integer","value":3}"#), "kv get: \(read.output)")
+        let bad = try await ubiquity(["kv", "set", "count", "three", "--type", "integer"] + laptopOptions, home: home)
+        #expect(bad.status != 0)
         await service.remove()
     }
 
