@@ -11,6 +11,13 @@ extension ContainerSync {
         return (detail.item.currentVersion, detail.versions)
     }
 
+    /// The versions of the item at `path` other than its current one (conflict and history), newest first, as the
+    /// engine last heard them — no request to the service, so it answers offline too.
+    /// - Throws: ``ProtocolError/Code/itemNotFound`` for a path the engine does not know.
+    public func otherVersions(of path: ItemPath) throws -> [VersionRecord] {
+        try state.otherVersions(of: try known(path).id)
+    }
+
     /// Resolves the item's conflicts the way the seeds do, on the service, so every device sees it: make `keep`
     /// current when it is not already (replace), mark every conflict version resolved, remove the other versions —
     /// then bring the local copy to the kept version.

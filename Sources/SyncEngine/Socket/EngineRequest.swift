@@ -12,6 +12,7 @@ import UbiquityProtocol
 /// {"id":5,"op":"versions","path":"Documents/List.grocery"}
 /// {"id":6,"op":"resolve","path":"Documents/List.grocery","keep":"6f1c…"}
 /// {"id":9,"op":"contents","path":"Documents/List.grocery","version":"6f1c…"}
+/// {"id":12,"op":"otherVersions","path":"Documents/List.grocery"}
 /// {"id":10,"op":"keyValues"}
 /// {"id":11,"op":"setKeyValues","puts":{"sortOrder":{"type":"string","value":"name"}},"removes":["old"]}
 /// {"id":7,"op":"syncNow"}
@@ -41,6 +42,9 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         case contents(ItemPath, version: VersionID)
         /// The container's key-value store as this device sees it (``ContainerSync/keyValues()``).
         case keyValues
+        /// The versions of the item at a path other than the current one, as the engine last heard them
+        /// (``ContainerSync/otherVersions(of:)``).
+        case otherVersions(ItemPath)
         /// Write values and remove keys of the key-value store (``ContainerSync/setKeyValues(_:removing:)``).
         case setKeyValues([String: PropertyListValue], removing: Set<String>)
         /// Run a sync round now and answer when it is over (``ContainerSync/syncOnce()``).
@@ -82,6 +86,7 @@ public struct EngineRequest: Hashable, Sendable, Codable {
             operation = .resolve(try path(), keeping: try container.decodeIfPresent(VersionID.self, forKey: .keep))
         case "contents":
             operation = .contents(try path(), version: try container.decode(VersionID.self, forKey: .version))
+        case "otherVersions": operation = .otherVersions(try path())
         case "keyValues": operation = .keyValues
         case "setKeyValues":
             operation = .setKeyValues(
@@ -103,7 +108,7 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         case .setKeyValues(let puts, let removes):
             try container.encode(puts, forKey: .puts)
             try container.encode(removes.sorted(), forKey: .removes)
-        case .item(let path), .download(let path), .evict(let path), .versions(let path):
+        case .item(let path), .download(let path), .evict(let path), .versions(let path), .otherVersions(let path):
             try container.encode(path, forKey: .path)
         case .resolve(let path, let keep):
             try container.encode(path, forKey: .path)
@@ -126,6 +131,7 @@ extension EngineRequest.Operation {
         case .versions: "versions"
         case .resolve: "resolve"
         case .contents: "contents"
+        case .otherVersions: "otherVersions"
         case .keyValues: "keyValues"
         case .setKeyValues: "setKeyValues"
         case .syncNow: "syncNow"

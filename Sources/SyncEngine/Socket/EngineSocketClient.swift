@@ -157,6 +157,14 @@ public final class EngineSocketClient: Sendable {
         return URL(fileURLWithPath: file)
     }
 
+    /// The versions of the item at `path` other than the current one, as the engine last heard them.
+    public func otherVersions(of path: ItemPath) async throws -> [VersionRecord] {
+        guard case .versions(_, let versions) = try await send(.otherVersions(path)) else {
+            throw unexpected(.otherVersions(path))
+        }
+        return versions
+    }
+
     /// The container's key-value store as the device sees it.
     public func keyValues() async throws -> [String: PropertyListValue] {
         guard case .keyValues(let values) = try await send(.keyValues) else { throw unexpected(.keyValues) }

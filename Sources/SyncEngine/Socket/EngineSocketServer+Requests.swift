@@ -38,6 +38,9 @@ extension EngineSocketServer {
                 try await sync.resolve(path, keeping: keep)
             case .contents(let path, let version):
                 return .file(try await sync.contents(of: version, at: path).path)
+            case .otherVersions(let path):
+                return .versions(
+                    current: try await sync.item(at: path)?.serverVersion, try await sync.otherVersions(of: path))
             case .keyValues:
                 return .keyValues(try await sync.keyValues())
             case .setKeyValues(let puts, let removes):

@@ -159,6 +159,8 @@ struct EngineSocketTests {
             let conflict = try #require(versions.first { $0.isConflict && !$0.isResolved })
             #expect(current != nil && conflict.id != current)
             #expect(versions.contains { $0.id == current })
+            let others = try await client.otherVersions(of: path)
+            #expect(Set(others.map(\.id)) == Set(versions.map(\.id).filter { $0 != current }), "as last heard")
             // The conflict version's content, fetched into the private folder for the asking process to read.
             let copy = try await client.contents(of: conflict.id, at: path)
             #expect(copy.path.hasPrefix(laptop.layout.versions.path))
