@@ -93,6 +93,8 @@ extension ContainerSync {
         if item.isPlaceholder && current.size > configuration.eagerDownloadLimit { return }  // on demand
         do {
             try await download(current, into: item)
+        } catch is LocalCopyChanged {
+            return  // the local edit goes up next round (as a conflict version); this version comes down after
         } catch let error as ProtocolError where error.code != .internalError {
             // Recorded on the item (its download error) for the app to see; the rest of the feed goes on.
             logger.warning("a download failed", metadata: ["path": "\(item.path)", "error": "\(error)"])
@@ -139,7 +141,12 @@ extension ContainerSync {
         let detail = try await client.item(item.id, in: container)
         guard let current = detail.versions.first(where: { $0.id == detail.item.currentVersion }) else { return }
         if item.baseVersion == current.id, !item.isPlaceholder, try isUnmodified(item) { return }  // in step
-        try await download(current, into: item)
+        do {
+            try await download(current, into: item)
+        } catch is LocalCopyChanged {
+            throw ProtocolError(
+                .notUploaded, "\(path) has changes that are not on the service yet; they go up with the next sync")
+        }
     }
 
     /// The local copy of a version of the item at `path`: the item's own file when the local copy holds that
@@ -182,31 +189,54 @@ extension ContainerSync {
         }
         guard let item = try state.item(item.id) else { return }  // removed meanwhile
         let destination = layout.url(of: item.path)
-        if item.isPlaceholder, FileManager.default.fileExists(atPath: destination.path) {
-            try moveAside(destination)
-        }
         try FileManager.default.createDirectory(
             at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
         let replaced = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
-        let (scanner, kind) = (scanner, item.kind)
+        let (scanner, kind, expected) = (scanner, item.kind, item.identity)
         // The identity recorded is the one of the bytes just placed: taken inside the coordinated write, and only
         // if the placed item is still the assembled one (same inode, size and modification time); if another
         // writer got in first, the assembled identity is recorded, so the next scan sees that writer's change.
-        let placed = try await BlockingWork.run {
-            let assembled = try scanner.identity(of: temporary, kind: kind)
-            return try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
-                var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue {
-                    try FileManager.default.moveItem(at: url, to: replaced)  // an old package makes way whole
+        let placed: LocalFileIdentity
+        do {
+            placed = try await BlockingWork.run {
+                let assembled = try scanner.identity(of: temporary, kind: kind)
+                return try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
+                    // Only content that is safe (on the service, or nothing at all) is replaced: a save that
+                    // landed since the engine decided to download — one a presenter made when asked to make way,
+                    // say — stays, and goes up next round.
+                    let found = try? scanner.identity(of: url, kind: kind)
+                    switch (expected, found) {
+                    case (nil, nil): break
+                    case (let expected?, let found?)
+                    where found.isSameFile(as: expected) && found.size == expected.size
+                        && found.modified == expected.modified:
+                        break
+                    default: throw LocalCopyChanged()
+                    }
+                    var isDirectory: ObjCBool = false
+                    if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
+                        isDirectory.boolValue
+                    {
+                        try FileManager.default.moveItem(at: url, to: replaced)  // an old package makes way whole
+                    }
+                    guard rename(temporary.path, url.path) == 0 else {
+                        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                    }
+                    let now = try scanner.identity(of: url, kind: kind)
+                    let untouched =
+                        now.isSameFile(as: assembled) && now.size == assembled.size
+                        && now.modified == assembled.modified
+                    return untouched ? now : assembled
                 }
-                guard rename(temporary.path, url.path) == 0 else {
-                    throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-                }
-                let now = try scanner.identity(of: url, kind: kind)
-                let untouched =
-                    now.isSameFile(as: assembled) && now.size == assembled.size && now.modified == assembled.modified
-                return untouched ? now : assembled
             }
+        } catch is LocalCopyChanged {
+            // Kept for the next download of this version, which finds every chunk in place.
+            let partial = "\(item.id.string).\(version.id.string).download\(Self.partialSuffix)"
+            try? FileManager.default.moveItem(at: temporary, to: layout.temporary.appendingPathComponent(partial))
+            logger.notice(
+                "a save landed before the download was put in place; it goes up first",
+                metadata: ["path": "\(item.path)"])
+            throw LocalCopyChanged()
         }
         try? FileManager.default.removeItem(at: replaced)
         var updated = item
@@ -219,6 +249,9 @@ extension ContainerSync {
         try save([updated])
         try recordChunkLocations(of: version.manifest, for: updated)
     }
+
+    /// The local copy changed between the decision to download and the coordinated write that would replace it.
+    struct LocalCopyChanged: Error {}
 
     /// The name of a partial download in `.ubiquity/tmp/` ends so; it survives a restart and is resumed.
     static let partialSuffix = ".partial"
@@ -283,7 +316,8 @@ extension ContainerSync {
 
     /// Fills the file at `url` with `chunks`, checking each against its hash, and flushes it. A partial file left by
     /// an interrupted download is kept as far as its chunks check out; each further chunk is taken from a local file
-    /// that has it (the previous local version, another item) when one does, and downloaded otherwise.
+    /// that has it (the previous local version, another item) when one does, and downloaded otherwise — a few at a
+    /// time, each written at its offset as it arrives, the whole content hashed in order.
     /// - Returns: The SHA-256 of the whole file.
     private func assemble(_ chunks: [ChunkReference], into url: URL, for item: LocalItem) async throws -> ChunkHash {
         let descriptor = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
@@ -302,39 +336,76 @@ extension ContainerSync {
             index += 1
         }
         guard ftruncate(descriptor, off_t(offset)) == 0 else { throw POSIXError(.EIO) }
-        for chunk in chunks[index...] {
-            if let bytes = try localCopy(of: chunk) {
-                try Self.write(bytes, to: descriptor, at: offset)
-                whole.update(data: bytes)
-            } else {
-                var piece = SHA256()
-                var at = offset
-                try await client.downloadChunk(chunk.hash, in: container) { bytes in
-                    bytes.withUnsafeReadableBytes {
-                        whole.update(bufferPointer: $0)
-                        piece.update(bufferPointer: $0)
+        var offsets: [Int64] = []
+        offsets.reserveCapacity(chunks.count)
+        var position: Int64 = 0
+        for chunk in chunks {
+            offsets.append(position)
+            position += chunk.size
+        }
+        let (client, container, state, folder) = (client, container, state, layout.folder)
+        let window = Self.transferWindow
+        let prefix = whole
+        let hasher = try await withThrowingTaskGroup(of: (Int, Data).self) { group in
+            var whole = prefix
+            var next = index  // the next chunk to start
+            var hashed = index  // the next chunk to hash
+            var running = 0
+            var arrived: [Int: Data] = [:]  // written, waiting for the chunks before them to be hashed
+            while hashed < chunks.count {
+                // Bounded: at most `window` in flight, and never far ahead of the oldest chunk not yet hashed.
+                if next < chunks.count, running < window, next < hashed + 4 * window {
+                    let (number, chunk) = (next, chunks[next])
+                    next += 1
+                    running += 1
+                    group.addTask {
+                        (
+                            number,
+                            try await Self.fetch(
+                                chunk, client: client, container: container, state: state, folder: folder)
+                        )
                     }
-                    try Self.write(Data(bytes.readableBytesView), to: descriptor, at: at)
-                    at += Int64(bytes.readableBytes)
+                    continue
                 }
-                guard try ChunkHash(digest: piece.finalize()) == chunk.hash else {
-                    throw ProtocolError(.chunkHashMismatch, "chunk \(chunk.hash) arrived with other bytes")
+                guard let (number, bytes) = try await group.next() else { break }
+                running -= 1
+                try Self.write(bytes, to: descriptor, at: offsets[number])
+                arrived[number] = bytes
+                while let bytes = arrived.removeValue(forKey: hashed) {
+                    whole.update(data: bytes)
+                    advanceTransfer(of: item, by: Int64(bytes.count))
+                    hashed += 1
                 }
             }
-            offset += chunk.size
-            advanceTransfer(of: item, by: chunk.size)
+            return whole
         }
         try await BlockingWork.run { guard fsync(descriptor) == 0 else { throw POSIXError(.EIO) } }
-        return try ChunkHash(digest: whole.finalize())
+        return try ChunkHash(digest: hasher.finalize())
+    }
+
+    /// The bytes of one chunk, checked against its hash: from a local file that has it, else from the service.
+    private static func fetch(
+        _ chunk: ChunkReference, client: ServiceClient, container: ContainerID, state: LocalStateStore, folder: URL
+    ) async throws -> Data {
+        if let bytes = try localCopy(of: chunk, state: state, folder: folder) { return bytes }
+        var bytes = Data()
+        bytes.reserveCapacity(Int(chunk.size))
+        try await client.downloadChunk(chunk.hash, in: container) { piece in
+            bytes.append(contentsOf: piece.readableBytesView)
+        }
+        guard (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash else {
+            throw ProtocolError(.chunkHashMismatch, "chunk \(chunk.hash) arrived with other bytes")
+        }
+        return bytes
     }
 
     /// The bytes of `chunk` from a local file that holds it, checked against its hash.
-    private func localCopy(of chunk: ChunkReference) throws -> Data? {
+    private static func localCopy(of chunk: ChunkReference, state: LocalStateStore, folder: URL) throws -> Data? {
         for location in try state.chunkLocations(of: chunk.hash) where Int64(location.size) == chunk.size {
-            let descriptor = open(layout.folder.appendingPathComponent(location.file).path, O_RDONLY | O_CLOEXEC)
+            let descriptor = open(folder.appendingPathComponent(location.file).path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { continue }
             defer { close(descriptor) }
-            if let bytes = Self.read(descriptor, at: location.offset, count: location.size),
+            if let bytes = read(descriptor, at: location.offset, count: location.size),
                 (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash
             {
                 return bytes

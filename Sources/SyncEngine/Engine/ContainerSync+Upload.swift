@@ -225,27 +225,52 @@ extension ContainerSync {
         }
     }
 
-    /// Uploads the chunks of `content` the service lacks, reading each from its file by its offset; the item's
-    /// upload progress counts the chunks the service has as done.
+    /// How many chunks move at once in one upload or download: enough to keep the connection and the service's
+    /// disk busy while each chunk waits for its answer.
+    static let transferWindow = 8
+
+    /// Uploads the chunks of `content` the service lacks, a few at a time, reading each from its file by its offset;
+    /// the item's upload progress counts the chunks the service has as done.
     private func uploadChunks(of content: LocalContent, for item: LocalItem) async throws {
         let missing = try await client.missingChunks(content.manifest.chunks, in: container)
         let pending = missing.reduce(Int64(0)) { $0 + (content.sources[$1]?.size ?? 0) }
         setTransfer(ItemTransfer(direction: .upload, completed: content.size - pending, total: content.size), of: item)
         defer { setTransfer(nil, of: item) }
-        for hash in missing {
-            guard let source = content.sources[hash] else { continue }
-            let descriptor = open(source.file.path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            defer { close(descriptor) }
-            var buffer = ByteBuffer()
-            let count = Int(source.size)
-            let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
-                max(0, pread(descriptor, bytes.baseAddress, count, off_t(source.offset)))
+        let (client, container) = (client, container)
+        let work = missing.compactMap { hash in content.sources[hash].map { (hash, $0) } }
+        try await withThrowingTaskGroup(of: Int64.self) { group in
+            var next = 0
+            var running = 0
+            while next < work.count || running > 0 {
+                if next < work.count, running < Self.transferWindow {
+                    let (hash, source) = work[next]
+                    next += 1
+                    running += 1
+                    group.addTask { try await Self.upload(source, hash: hash, client: client, container: container) }
+                } else if let done = try await group.next() {
+                    running -= 1
+                    advanceTransfer(of: item, by: done)
+                }
             }
-            guard read == count else { throw POSIXError(.EIO) }
-            try await client.uploadChunk(buffer, hash: hash, in: container)
-            advanceTransfer(of: item, by: Int64(count))
         }
+    }
+
+    /// Reads one chunk from its file and uploads it.
+    /// - Returns: Its length.
+    private static func upload(
+        _ source: LocalContent.Source, hash: ChunkHash, client: ServiceClient, container: ContainerID
+    ) async throws -> Int64 {
+        let descriptor = open(source.file.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        var buffer = ByteBuffer()
+        let count = Int(source.size)
+        let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
+            max(0, pread(descriptor, bytes.baseAddress, count, off_t(source.offset)))
+        }
+        guard read == count else { throw POSIXError(.EIO) }
+        try await client.uploadChunk(buffer, hash: hash, in: container)
+        return Int64(count)
     }
 
     /// An item changed between the identity taken before reading it and the one after.
