@@ -157,8 +157,14 @@ final class EngineKillRun: Sendable {
         #expect(child.isRunning, "the engine ended by itself: \(child.outputTail())")
         let ended = await child.stop(with: SIGINT)
         #expect(ended && !child.endedBySignal && child.terminationStatus == 0, "\(child.outputTail())")
+        // Both folders are in step: nothing in `.ubiquity/tmp` is of use any more (not even a partial download).
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: laptop.temporary.path)) ?? []
-        #expect(leftovers.isEmpty, ".ubiquity/tmp holds \(leftovers) after the engine stopped")
+        if !leftovers.isEmpty {
+            let snapshot = try await ServiceSnapshot.take(observer, Self.container)
+            let described = leftovers.map { snapshot.describeTemporaryFile($0) }.joined(separator: "; ")
+            Issue.record(
+                "seed \(seed): .ubiquity/tmp holds what nothing will use after the engine stopped: \(described)")
+        }
         let once = try await UbiquityProcess.run(
             [
                 "sync", "--once", "--container", Self.container.string, "--profile", Self.laptopName, "--root",

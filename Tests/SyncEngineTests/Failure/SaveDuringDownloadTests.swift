@@ -123,3 +123,28 @@ struct SaveDuringDownloadTests {
         await service.remove()
     }
 }
+
+extension SaveDuringDownloadTests {
+    @Test(
+        "A download that made way for a save leaves nothing in .ubiquity/tmp once the save went up and won",
+        .disabled("engine bug: the assembled download is kept as a partial that no later download will use")
+    )
+    func downloadThatMadeWayLeavesNothing() async throws {
+        try await withDevices { laptop, desktop in
+            try write("milk", to: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            try write("milk, eggs (desktop)", to: desktop)
+            try await desktop.syncOnce()
+            // The save is the newest: once up, it is the current version and the laptop is in step with it.
+            let saved = Data("milk, bread (laptop, saved during the download)".utf8)
+            try await expectKept(saved, on: laptop, during: { try await laptop.syncOnce() })
+            try await laptop.syncOnce()
+            let item = try #require(try await laptop.item(at: Self.path))
+            let current = try await laptop.versions(of: Self.path).current
+            #expect(item.baseVersion == current, "the laptop is in step")
+            let leftovers = try FileManager.default.contentsOfDirectory(atPath: laptop.layout.temporary.path)
+            #expect(leftovers.isEmpty, "the laptop's .ubiquity/tmp holds \(leftovers), which nothing will use")
+        }
+    }
+}

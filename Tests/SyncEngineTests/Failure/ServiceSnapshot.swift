@@ -46,6 +46,19 @@ struct ServiceSnapshot: Sendable {
             ? "current" : version.isConflict && !version.isResolved ? "conflict" : "old"
     }
 
+    /// What a file in `.ubiquity/tmp` named `<item>.<version>.<purpose>.partial` holds: the item's path and the
+    /// version's role.
+    func describeTemporaryFile(_ name: String) -> String {
+        let parts = name.split(separator: ".")
+        guard parts.count >= 2, let detail = details.first(where: { $0.item.id.string == parts[0] }) else {
+            return name
+        }
+        let version = detail.versions.first { $0.id.string == parts[1] }
+        return "\(name) (\(detail.item.path), "
+            + (version.map { "\(role(of: $0, in: detail)) version" } ?? "a version gone")
+            + ")"
+    }
+
     /// What is wrong with `save` on the service: its content must be a version of the item at its path — with
     /// `current`, the current version or an unresolved conflict version.
     func problem(with save: RecordedSave, current: Bool) -> String? {
