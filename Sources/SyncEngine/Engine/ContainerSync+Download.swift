@@ -230,9 +230,7 @@ extension ContainerSync {
                 }
             }
         } catch is LocalCopyChanged {
-            // Kept for the next download of this version, which finds every chunk in place.
-            let partial = "\(item.id.string).\(version.id.string).download\(Self.partialSuffix)"
-            try? FileManager.default.moveItem(at: temporary, to: layout.temporary.appendingPathComponent(partial))
+            try? FileManager.default.removeItem(at: temporary)
             logger.notice(
                 "a save landed before the download was put in place; it goes up first",
                 metadata: ["path": "\(item.path)"])
