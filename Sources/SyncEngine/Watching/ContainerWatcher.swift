@@ -9,7 +9,8 @@ import UbiquityProtocol
 #endif
 
 /// Watches a container folder and every folder in it (new ones as they appear) with inotify, and calls `changed`
-/// once per burst of events, after the burst has been quiet for ``debounce`` (or has lasted ten times that), with the
+/// once per burst of events, after the burst has been quiet for ``debounce`` (5 ms when its last event finished a
+/// write: a file closed after writing or renamed into place), or has lasted ten times that, with the
 /// paths the burst named (relative to the folder) — or ``ScanScope/everything`` when the kernel dropped events.
 ///
 /// The engine scans those paths — comparing identities, reading no content. The private `.ubiquity/` folder is not
@@ -64,17 +65,22 @@ public final class ContainerWatcher: Sendable {
         defer { buffer.deallocate() }
         let quiet = Int32(debounce.components.seconds * 1000 + debounce.components.attoseconds / 1_000_000_000_000_000)
         var pending = false
+        var settled = false
         var scope = ScanScope.paths([])
         var burstStart = ContinuousClock.now
         while !stopped.load(ordering: .sequentiallyConsistent) {
             var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, pending ? max(1, quiet) : 100)
+            // A burst whose last event finished a write (a file closed after writing, or renamed into place) is
+            // most likely whole: it waits only a few milliseconds for more.
+            let ready = poll(&poller, 1, pending ? max(1, settled ? min(quiet, 5) : quiet) : 100)
             if ready > 0 {
                 let count = read(descriptor, buffer, capacity)
                 if count > 0 {
                     if !pending { burstStart = .now }
                     pending = true
-                    scope = scope.union(handle(buffer, count: count))
+                    let (named, finished) = handle(buffer, count: count)
+                    scope = scope.union(named)
+                    settled = finished
                     if ContinuousClock.now - burstStart < debounce * 10 { continue }
                 }
             }
@@ -89,14 +95,17 @@ public final class ContainerWatcher: Sendable {
 
     /// Adds watches for folders created or moved in (and what is already inside them), and says which paths the
     /// events name.
-    private func handle(_ buffer: UnsafeMutableRawPointer, count: Int) -> ScanScope {
+    /// - Returns: The paths named, and whether the last event finished a write.
+    private func handle(_ buffer: UnsafeMutableRawPointer, count: Int) -> (ScanScope, Bool) {
         var paths = Set<String>()
+        var finished = false
         var offset = 0
         while offset + MemoryLayout<inotify_event>.size <= count {
             let event = buffer.load(fromByteOffset: offset, as: inotify_event.self)
             let nameStart = offset + MemoryLayout<inotify_event>.size
             defer { offset = nameStart + Int(event.len) }
-            if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { return .everything }
+            if event.mask & UInt32(IN_Q_OVERFLOW) != 0 { return (.everything, false) }
+            finished = event.mask & UInt32(IN_CLOSE_WRITE | IN_MOVED_TO) != 0 && event.mask & UInt32(IN_ISDIR) == 0
             guard let parent = watches.withLock({ $0[event.wd] }) else { continue }
             let name =
                 event.len > 0 ? String(cString: (buffer + nameStart).assumingMemoryBound(to: CChar.self)) : ""
@@ -107,6 +116,6 @@ public final class ContainerWatcher: Sendable {
                 addTree(full)
             }
         }
-        return .paths(paths)
+        return (.paths(paths), finished)
     }
 }

@@ -280,8 +280,12 @@ extension SQLiteMetadataStore {
                 arguments: arguments)
         else { return nil }
         let record = try record(from: row)
+        // INDEXED BY: without statistics SQLite plans this as a search on `account_id` alone, reading every version
+        // of the account on every commit.
         let versions = try db.fetchAll(
-            String.self, sql: "SELECT record FROM version WHERE account_id = ? AND container_id = ? AND item_id = ?",
+            String.self,
+            sql: "SELECT record FROM version INDEXED BY version_item "
+                + "WHERE account_id = ? AND container_id = ? AND item_id = ?",
             arguments: arguments
         ).map { try decode(VersionRecord.self, $0) }
         return StoredItem(
