@@ -229,24 +229,40 @@ extension ContainerSync {
     /// disk busy while each chunk waits for its answer.
     static let transferWindow = 8
 
-    /// Uploads the chunks of `content` the service lacks, a few at a time, reading each from its file by its offset;
-    /// the item's upload progress counts the chunks the service has as done.
+    /// The most bytes of chunks one upload request carries.
+    static let batchBytes = 4 << 20
+
+    /// Uploads the chunks of `content` the service lacks in batches of a few megabytes, a few batches at a time,
+    /// reading each chunk from its file by its offset; the item's upload progress counts the chunks the service has
+    /// as done.
     private func uploadChunks(of content: LocalContent, for item: LocalItem) async throws {
         let missing = try await client.missingChunks(content.manifest.chunks, in: container)
         let pending = missing.reduce(Int64(0)) { $0 + (content.sources[$1]?.size ?? 0) }
         setTransfer(ItemTransfer(direction: .upload, completed: content.size - pending, total: content.size), of: item)
         defer { setTransfer(nil, of: item) }
+        var batches: [[(ChunkHash, LocalContent.Source)]] = [[]]
+        var filled: Int64 = 0
+        for hash in missing {
+            guard let source = content.sources[hash] else { continue }
+            if filled + source.size > Self.batchBytes, !batches[batches.count - 1].isEmpty {
+                batches.append([])
+                filled = 0
+            }
+            batches[batches.count - 1].append((hash, source))
+            filled += source.size
+        }
         let (client, container) = (client, container)
-        let work = missing.compactMap { hash in content.sources[hash].map { (hash, $0) } }
+        let work = batches.filter { !$0.isEmpty }
+        let window = max(1, Self.transferWindow / 2)
         try await withThrowingTaskGroup(of: Int64.self) { group in
             var next = 0
             var running = 0
             while next < work.count || running > 0 {
-                if next < work.count, running < Self.transferWindow {
-                    let (hash, source) = work[next]
+                if next < work.count, running < window {
+                    let batch = work[next]
                     next += 1
                     running += 1
-                    group.addTask { try await Self.upload(source, hash: hash, client: client, container: container) }
+                    group.addTask { try await Self.upload(batch, client: client, container: container) }
                 } else if let done = try await group.next() {
                     running -= 1
                     advanceTransfer(of: item, by: done)
@@ -255,22 +271,28 @@ extension ContainerSync {
         }
     }
 
-    /// Reads one chunk from its file and uploads it.
-    /// - Returns: Its length.
+    /// Reads a batch of chunks from their files and uploads them in one request.
+    /// - Returns: Their length in all.
     private static func upload(
-        _ source: LocalContent.Source, hash: ChunkHash, client: ServiceClient, container: ContainerID
+        _ batch: [(ChunkHash, LocalContent.Source)], client: ServiceClient, container: ContainerID
     ) async throws -> Int64 {
-        let descriptor = open(source.file.path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(descriptor) }
-        var buffer = ByteBuffer()
-        let count = Int(source.size)
-        let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
-            max(0, pread(descriptor, bytes.baseAddress, count, off_t(source.offset)))
+        var chunks: [(hash: ChunkHash, bytes: ByteBuffer)] = []
+        var total: Int64 = 0
+        for (hash, source) in batch {
+            let descriptor = open(source.file.path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            defer { close(descriptor) }
+            var buffer = ByteBuffer()
+            let count = Int(source.size)
+            let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
+                max(0, pread(descriptor, bytes.baseAddress, count, off_t(source.offset)))
+            }
+            guard read == count else { throw POSIXError(.EIO) }
+            chunks.append((hash, buffer))
+            total += Int64(count)
         }
-        guard read == count else { throw POSIXError(.EIO) }
-        try await client.uploadChunk(buffer, hash: hash, in: container)
-        return Int64(count)
+        try await client.uploadChunks(chunks, in: container)
+        return total
     }
 
     /// An item changed between the identity taken before reading it and the one after.

@@ -106,6 +106,24 @@ extension ServiceClient {
         try Self.check(response.status, try await response.body.collect(upTo: 1 << 20))
     }
 
+    /// Uploads several chunks in one request (a ``ChunkBatch``); the service stores them all, or none if one does
+    /// not match its hash.
+    public func uploadChunks(_ chunks: [(hash: ChunkHash, bytes: ByteBuffer)], in container: ContainerID) async throws {
+        var body = ByteBuffer()
+        body.reserveCapacity(chunks.reduce(0) { $0 + ChunkBatch.headerBytes + $1.bytes.readableBytes })
+        for (hash, bytes) in chunks {
+            body.writeBytes(ChunkBatch.header(hash, size: bytes.readableBytes))
+            body.writeImmutableBuffer(bytes)
+        }
+        var request = HTTPClientRequest(url: baseURL + Self.path(container, "chunks"))
+        request.method = .POST
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        request.headers.add(name: "Content-Type", value: ChunkBatch.contentType)
+        request.body = .bytes(body)
+        let response = try await http.execute(request, timeout: timeout)
+        try Self.check(response.status, try await response.body.collect(upTo: 1 << 20))
+    }
+
     /// Downloads one chunk, handing its bytes to `receive` piece by piece as they arrive.
     public func downloadChunk(
         _ hash: ChunkHash, in container: ContainerID, into receive: (ByteBuffer) throws -> Void

@@ -100,6 +100,11 @@ public enum OpenAPIDocument {
             summary: "Upload one chunk (binary body); stored only if its SHA-256 is the hash in the path",
             request: "binary", status: 201, errors: [400, 413, 507]),
         Operation(
+            method: "POST", path: "/v1/containers/{container}/chunks",
+            summary: "Upload several chunks in one binary body (each: SHA-256, 4-byte big-endian length, bytes); "
+                + "stored together, none if one is wrong",
+            request: "binary", response: "ChunkBatchResponse", errors: [400, 413, 507]),
+        Operation(
             method: "GET", path: "/v1/containers/{container}/chunks/{hash}", summary: "Download one chunk",
             response: "binary", errors: [404]),
         Operation(

@@ -95,6 +95,7 @@ enum OpenAPISchemas {
                 ["item": ref("ItemRecord"), "versions": array(ref("VersionRecord"))], required: ["item", "versions"]),
             "MissingChunksRequest": object(["chunks": array(ref("ChunkReference"))], required: ["chunks"]),
             "MissingChunksResponse": object(["missing": array(hash)], required: ["missing"]),
+            "ChunkBatchResponse": object(["received": integer], required: ["received"]),
             "Change": object(
                 [
                     "type": [

@@ -31,14 +31,17 @@ public struct ServerConfiguration: Sendable {
         public var chunkBytes: Int
         /// The most chunks one `chunks/missing` request may ask about (default 100,000).
         public var chunksPerRequest: Int
+        /// The largest body of a batch of chunks, in bytes (default 64 MiB).
+        public var chunkBatchBytes: Int
         /// The most changes one feed page may hold (default 1,000; a larger `limit` is lowered to it).
         public var changesPerPage: Int
 
         /// Creates limits; the defaults are documented on each field.
         public init(
             jsonBodyBytes: Int = 8 << 20, chunkBytes: Int = 16 << 20, chunksPerRequest: Int = 100_000,
-            changesPerPage: Int = 1_000
+            changesPerPage: Int = 1_000, chunkBatchBytes: Int = 64 << 20
         ) {
+            self.chunkBatchBytes = chunkBatchBytes
             self.jsonBodyBytes = jsonBodyBytes
             self.chunkBytes = chunkBytes
             self.chunksPerRequest = chunksPerRequest

@@ -16,6 +16,24 @@ public protocol ChunkStore: Sendable {
     func read(_ hash: ChunkHash, of account: AccountID, pieceSize: Int) async throws -> ChunkReader?
     /// Removes what interrupted uploads left behind (run at start-up).
     func removeAbandonedUploads() async throws
+    /// Checks several received chunks against their hashes and stores them durably, together: none is stored if
+    /// one is wrong (all are dropped). A store may flush them to disk at once, which costs far less than one by one.
+    /// - Throws: ``ProtocolError/Code/chunkHashMismatch`` naming the first wrong one.
+    func finish(_ uploads: [(upload: any ChunkUpload, hash: ChunkHash)]) async throws
+}
+
+extension ChunkStore {
+    /// Finishes each upload in turn (after checking them all, where the upload allows).
+    public func finish(_ uploads: [(upload: any ChunkUpload, hash: ChunkHash)]) async throws {
+        for (index, (upload, hash)) in uploads.enumerated() {
+            do {
+                try await upload.finish(expecting: hash)
+            } catch {
+                for (later, _) in uploads[(index + 1)...] { later.cancel() }
+                throw error
+            }
+        }
+    }
 }
 
 /// A chunk being received by one request. Writes are small local appends, so they are synchronous.

@@ -115,6 +115,9 @@ struct AuthorizationTests {
                     #expect(missing.missing == [seed.chunk.hash], "\(label): chunks are never shared between accounts")
                 case "PUT /v1/containers/{container}/chunks/{hash}":
                     #expect(answer.status == .created, "\(label): 200 would tell that someone has this chunk")
+                case "POST /v1/containers/{container}/chunks":
+                    // Stored in Bob's own account: Ada's having the chunk changes nothing for Bob.
+                    #expect(try answer.decode(ChunkBatchResponse.self).received == 1, "\(label): \(answer.text)")
                 case "GET /v1/containers/{container}/chunks/{hash}":
                     Self.expectRefusal(answer, .chunkNotFound, .notFound, label)
                 case "GET /v1/containers/{container}/changes":
@@ -420,6 +423,8 @@ struct AuthorizationTests {
             body = try json(MissingChunksRequest(chunks: [seed.chunk]))
         case "PUT /v1/containers/{container}/chunks/{hash}":
             body = ByteBuffer(bytes: seed.chunkBytes)
+        case "POST /v1/containers/{container}/chunks":
+            body = ByteBuffer(bytes: ChunkBatch.header(seed.chunk.hash, size: seed.chunkBytes.count) + seed.chunkBytes)
         case "POST /v1/containers/{container}/kv":
             body = try json(
                 KeyValueBatch(writes: [

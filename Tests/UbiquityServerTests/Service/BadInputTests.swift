@@ -619,6 +619,29 @@ struct BadInputTests {
         add(
             "a chunk whose bytes are one byte short", .put, ada.path("chunks/\(expectedChunk.hash)"),
             ByteBuffer(bytes: expected.dropLast()), .chunkHashMismatch, stillMissing: [expectedChunk])
+        let good = "a good chunk".bytes
+        let goodChunk = ChunkReference(hash: try Device.hash(good), size: Int64(good.count))
+        func batch(_ parts: [(ChunkHash, [UInt8])]) -> ByteBuffer {
+            ByteBuffer(bytes: parts.flatMap { ChunkBatch.header($0.0, size: $0.1.count) + $0.1 })
+        }
+        add(
+            "a batch of chunks where one does not match its hash (none is stored)", .post, ada.path("chunks"),
+            batch([(goodChunk.hash, good), (expectedChunk.hash, "other bytes".bytes)]), .chunkHashMismatch,
+            stillMissing: [goodChunk, expectedChunk])
+        var truncated = batch([(goodChunk.hash, good), (expectedChunk.hash, expected)])
+        truncated.moveWriterIndex(to: truncated.writerIndex - 3)
+        add(
+            "a batch of chunks ending inside a chunk", .post, ada.path("chunks"), truncated, .malformedRequest,
+            stillMissing: [goodChunk, expectedChunk])
+        var headerCut = batch([(goodChunk.hash, good)])
+        headerCut.writeBytes(ChunkBatch.header(expectedChunk.hash, size: expected.count).prefix(20))
+        add(
+            "a batch of chunks ending inside a chunk's header", .post, ada.path("chunks"), headerCut,
+            .malformedRequest, stillMissing: [goodChunk])
+        add(
+            "a batch of chunks announcing one over the chunk limit", .post, ada.path("chunks"),
+            ByteBuffer(bytes: ChunkBatch.header(expectedChunk.hash, size: chunkLimit + 1) + expected), .bodyTooLarge,
+            .contentTooLarge, stillMissing: [expectedChunk])
         let tooLarge = bytes(chunkLimit + 1, seed: 9)
         let tooLargeChunk = ChunkReference(hash: try Device.hash(tooLarge), size: Int64(tooLarge.count))
         add(

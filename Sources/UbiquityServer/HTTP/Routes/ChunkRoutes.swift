@@ -60,6 +60,18 @@ extension RouteEnvironment {
                 ChunkReference(hash: hash, size: upload.byteCount), to: container.account)
             return Response(status: added ? .created : .ok)
         }
+        router.post("containers/{container}/chunks") { request, context -> Response in
+            let container = try context.container()
+            let limit = configuration.limits.chunkBatchBytes
+            let declared = request.headers[.contentLength].flatMap { Int64($0) }
+            if let declared, declared > limit {
+                throw ProtocolError(
+                    .bodyTooLarge, "a batch of chunks is at most \(limit) bytes; this one is \(declared)")
+            }
+            try await checkQuota(adding: declared ?? 0, for: container.account)
+            let received = try await receiveBatch(request.body, for: container.account)
+            return try json(ChunkBatchResponse(received: received))
+        }
         router.get("containers/{container}/chunks/{hash}") { _, context -> Response in
             let container = try context.container()
             let hash = try ChunkHash(try context.parameters.require("hash"))
@@ -77,6 +89,71 @@ extension RouteEnvironment {
                     try await writer.finish(nil)
                 })
         }
+    }
+
+    /// Reads a ``ChunkBatch`` body as it streams in, each chunk into an upload of its own (a chunk the account has
+    /// is read past), then stores them all together.
+    /// - Returns: How many chunks the body held.
+    private func receiveBatch(_ body: RequestBody, for account: AccountID) async throws -> Int {
+        let chunkLimit = configuration.limits.chunkBytes
+        let batchLimit = configuration.limits.chunkBatchBytes
+        var uploads: [(upload: any ChunkUpload, hash: ChunkHash)] = []
+        var header: [UInt8] = []
+        var current: (upload: (any ChunkUpload)?, hash: ChunkHash, remaining: Int)?
+        var count = 0
+        var total = 0
+        do {
+            for try await var buffer in body {
+                total += buffer.readableBytes
+                guard total <= batchLimit else {
+                    throw ProtocolError(.bodyTooLarge, "a batch of chunks is at most \(batchLimit) bytes")
+                }
+                while buffer.readableBytes > 0 {
+                    if var chunk = current {
+                        let take = min(chunk.remaining, buffer.readableBytes)
+                        if let upload = chunk.upload {
+                            try buffer.readSlice(length: take)!.withUnsafeReadableBytes { try upload.write($0) }
+                        } else {
+                            buffer.moveReaderIndex(forwardBy: take)
+                        }
+                        chunk.remaining -= take
+                        current = chunk.remaining == 0 ? nil : chunk
+                        if chunk.remaining == 0, let upload = chunk.upload { uploads.append((upload, chunk.hash)) }
+                        continue
+                    }
+                    let take = min(ChunkBatch.headerBytes - header.count, buffer.readableBytes)
+                    header += buffer.readBytes(length: take)!
+                    guard header.count == ChunkBatch.headerBytes else { continue }
+                    let (hash, size) = try ChunkBatch.parseHeader(header)
+                    header = []
+                    count += 1
+                    guard size <= chunkLimit else {
+                        throw ProtocolError(.bodyTooLarge, "a chunk is at most \(chunkLimit) bytes; \(hash) is \(size)")
+                    }
+                    let known = try await store.chunkSize(hash, of: account) != nil
+                    let upload = known ? nil : try await chunks.beginUpload(for: account)
+                    if size == 0 {
+                        if let upload { uploads.append((upload, hash)) }
+                    } else {
+                        current = (upload, hash, size)
+                    }
+                }
+            }
+            guard current == nil, header.isEmpty else {
+                throw ProtocolError(.malformedRequest, "the batch ends inside a chunk")
+            }
+            try await chunks.finish(uploads)
+        } catch {
+            for (upload, _) in uploads { upload.cancel() }
+            current?.upload?.cancel()
+            throw error
+        }
+        for (upload, hash) in uploads {
+            metrics.bytesIn.increment(by: upload.byteCount)
+            metrics.chunksIn.increment()
+            _ = try await store.addChunk(ChunkReference(hash: hash, size: upload.byteCount), to: account)
+        }
+        return count
     }
 
     /// Refuses, before anything is accepted, `bytes` more that would take the account over its quota.

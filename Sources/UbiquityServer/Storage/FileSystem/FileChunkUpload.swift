@@ -43,19 +43,38 @@ final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
     }
 
     func finish(expecting hash: ChunkHash) async throws {
+        let file = try seal(expecting: hash)
+        defer { close(file) }
+        try flush(file)
+        let folder = try place(hash)
+        FileChunkUpload.flushFolder(folder)
+    }
+
+    /// Checks the bytes against `hash` and hands over the open file (the caller closes it); a wrong hash drops them.
+    func seal(expecting hash: ChunkHash) throws -> Int32 {
         guard descriptor >= 0 else { throw POSIXError(.EBADF) }
         let file = descriptor
         descriptor = -1
-        defer { close(file) }
         let actual = try ChunkHash(digest: hasher.finalize())
         guard actual == hash else {
+            close(file)
             unlink(temporary.path)
             throw ProtocolError(.chunkHashMismatch, "the bytes sent hash to \(actual), not \(hash); nothing was stored")
         }
+        return file
+    }
+
+    /// Flushes a sealed file to disk; a failure drops it.
+    func flush(_ file: Int32) throws {
         guard fsync(file) == 0 else {
             unlink(temporary.path)
             throw POSIXError.current("fsync chunk")
         }
+    }
+
+    /// Renames a sealed, flushed file into place as the chunk `hash`.
+    /// - Returns: The folder it is now in (to be flushed).
+    func place(_ hash: ChunkHash) throws -> URL {
         let destination = store.location(of: hash, of: account)
         let folder = destination.deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -63,6 +82,14 @@ final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
             unlink(temporary.path)
             throw POSIXError.current("rename chunk into \(folder.path)")
         }
+        return folder
+    }
+
+    /// Drops a sealed file that will not be placed.
+    func discard() { unlink(temporary.path) }
+
+    /// Flushes a folder's entries to disk.
+    static func flushFolder(_ folder: URL) {
         let directory = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
             fsync(directory)
