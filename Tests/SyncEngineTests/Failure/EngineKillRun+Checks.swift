@@ -71,6 +71,14 @@ extension EngineKillRun {
                 + "(\(laptopSaves.filter { $0.kills == Self.kills }.count) after the last kill), "
                 + "\(ledger.saves.count - laptopSaves.count) desktop saves, \(snapshot.details.count) items, "
                 + "\(snapshot.details.flatMap(\.versions).filter { $0.isConflict && !$0.isResolved }.count) conflicts")
+        let longest = longest.withLock { $0 }.sorted { $0.value > $1.value }
+        print("EngineKillTests: longest steps: " + longest.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        // A guard against hangs, not a timing assertion: no single step needs anywhere near this long (the streams
+        // and the convergence wait are bounded and checked otherwise).
+        let bounded: Set = ["phase: streams", "phase: convergence"]
+        for (step, duration) in longest where duration > .seconds(45) && !bounded.contains(step) {
+            problems.append("a step hung: \(step) took \(duration)")
+        }
         #expect(
             problems.isEmpty,
             "seed \(seed):\n\(problems.joined(separator: "\n"))\nthe engine's last log:\n\(engineLogTail)")

@@ -50,7 +50,7 @@ extension EngineKillRun {
     func saveOnLaptop(random: SeededRandom) async throws {
         var random = random
         while !streamsStopped.load(ordering: .sequentiallyConsistent) {
-            try await confirmWaitingSaves()
+            try await timed("looking for saves on the service") { try await confirmWaitingSaves() }
             try await saveSomething(on: Self.laptopName, newFileChance: 20, random: &random)
             try await Task.sleep(for: .milliseconds(Int.random(in: 20...200, using: &random)))
         }
@@ -76,7 +76,7 @@ extension EngineKillRun {
     func syncDesktop() async throws {
         for attempt in 1...5 {
             do {
-                return try await desktop.syncOnce()
+                return try await timed("desktop round") { try await desktop.syncOnce() }
             } catch  where attempt < 5 {
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -129,7 +129,7 @@ extension EngineKillRun {
         }
         let contents = Data("\(device) \(UUID()) \(path)\n".utf8) + random.bytes(length)
         let url = (device == Self.laptopName ? laptop : desktop.layout).url(of: path)
-        try await offPool { try how.write(contents, to: url) }
+        try await timed("\(how.rawValue) save") { try await offPool { try how.write(contents, to: url) } }
         let kills = kills
         try ledger.withLock {
             _ = try $0.record(

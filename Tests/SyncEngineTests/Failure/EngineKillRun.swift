@@ -34,6 +34,8 @@ final class EngineKillRun: Sendable {
     private let killCount = Mutex(0)
     /// Set when the save streams are to end.
     let streamsStopped = Atomic<Bool>(false)
+    /// The longest each kind of step took, to tell where a slow run spent its time.
+    let longest = Mutex<[String: Duration]>([:])
 
     private init(seed: UInt64, service: LocalService, home: URL, desktop: ContainerSync, observer: ServiceClient) {
         self.seed = seed
@@ -93,8 +95,8 @@ final class EngineKillRun: Sendable {
         let desktopRandom = random.split()
         try await makeFirstItems()
         try startEngine()
-        try await waitForFirstSync()
-
+        try await timed("phase: first sync") { try await waitForFirstSync() }
+        let streams = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await self.saveOnLaptop(random: laptopRandom) }
             group.addTask { try await self.editOnDesktop(random: desktopRandom) }
@@ -102,19 +104,26 @@ final class EngineKillRun: Sendable {
                 // Some kills come soon after a restart (the first round's scan and catching up), some later.
                 let pause = Bool.random(using: &random) ? 100...600 : 300...1_500
                 try await Task.sleep(for: .milliseconds(Int.random(in: pause, using: &random)))
-                await killEngine(kill)
+                if Bool.random(using: &random) {
+                    // Half the kills land just after a save on either device: while the engine reads, uploads,
+                    // commits, downloads or records it.
+                    try await waitForNextSave()
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 0...40, using: &random)))
+                }
+                await timed("kill") { await killEngine(kill) }
                 if kill == Self.kills { break }
                 try await Task.sleep(for: .milliseconds(Int.random(in: 0...500, using: &random)))
                 try startEngine()
             }
             streamsStopped.store(true, ordering: .sequentiallyConsistent)
-            try await group.waitForAll()
+            try await timed("phase: streams ending") { try await group.waitForAll() }
         }
+        record("phase: streams", ContinuousClock.now - streams)
         // The engine is dead: what is saved now is found by the next engine's first scan.
         try await saveWhileDead(random: &random)
         try startEngine()
-        let converged = try await converge()
-        try await stopEngine()
+        let converged = try await timed("phase: convergence") { try await converge() }
+        try await timed("phase: stop") { try await stopEngine() }
         try await check(converged: converged)
     }
 
@@ -123,6 +132,17 @@ final class EngineKillRun: Sendable {
         if let child = engine.withLock({ $0.take() }) { await child.killAndWait() }
         await service.remove()
         try? FileManager.default.removeItem(at: home)
+    }
+
+    /// Runs `body`, keeping the longest time a step named `name` took.
+    func timed<T>(_ name: String, _ body: () async throws -> T) async rethrows -> T {
+        let start = ContinuousClock.now
+        defer { record(name, ContinuousClock.now - start) }
+        return try await body()
+    }
+
+    private func record(_ name: String, _ duration: Duration) {
+        longest.withLock { $0[name] = max($0[name] ?? .zero, duration) }
     }
 
     // MARK: The laptop's engine
@@ -139,6 +159,14 @@ final class EngineKillRun: Sendable {
                 laptop.folder.deletingLastPathComponent().path,
             ], environment: environment, log: logs.appendingPathComponent("laptop-\(number).log"))
         engine.withLock { $0 = child }
+    }
+
+    /// Waits (at most 3 s) until either device saves something more.
+    private func waitForNextSave() async throws {
+        let count = ledger.withLock { $0.saves.count }
+        _ = try await eventually(within: .seconds(3), every: .milliseconds(2)) {
+            self.ledger.withLock { $0.saves.count } > count
+        }
     }
 
     /// Kills the running engine with SIGKILL.
