@@ -35,8 +35,8 @@ extension ContainerSync {
             let detail = try await client.item(item.id, in: container)
             current = detail.item.currentVersion
             versions = detail.versions.filter { $0.id != current }
-        } catch is ProtocolError {
-            throw ProtocolError(.itemNotFound, "\(path) is not on the service")
+        } catch let error as ProtocolError {
+            throw error  // the service answered: its refusal (item not found, unauthorized) stands
         } catch {
             online = false  // unreachable: decide on what was last heard, send later
         }
