@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "DocumentKit", targets: ["DocumentKit"]),
         .library(name: "UbiquityProtocol", targets: ["UbiquityProtocol"]),
         .library(name: "SyncEngine", targets: ["SyncEngine"]),
+        .library(name: "UbiquityKit", targets: ["UbiquityKit"]),
         .executable(name: "ubiquity", targets: ["ubiquity"]),
         .executable(name: "ubiquity-bench", targets: ["ubiquity-bench"]),
     ],
@@ -42,6 +43,16 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "UbiquityKit",
+            dependencies: [
+                "DocumentKit",
+                "SyncEngine",
+                "UbiquityProtocol",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -81,6 +92,7 @@ let package = Package(
             dependencies: [
                 "DocumentKit",
                 "SyncEngine",
+                "UbiquityKit",
                 "UbiquityServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -93,6 +105,14 @@ let package = Package(
             name: "document-test-helper",
             dependencies: ["DocumentKit"],
             path: "Tests/DocumentTestHelper"
+        ),
+        // What the sync and UbiquityKit tests share: a service on loopback, `ubiquity` child processes, waiting.
+        .target(
+            name: "UbiquityTestSupport",
+            dependencies: [
+                "SyncEngine", "UbiquityProtocol", "UbiquityServer", .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/UbiquityTestSupport"
         ),
         .testTarget(
             name: "DocumentKitTests",
@@ -107,11 +127,24 @@ let package = Package(
                 "SyncEngine",
                 "UbiquityProtocol",
                 "UbiquityServer",
+                "UbiquityTestSupport",
                 "ubiquity",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             exclude: ["Vectors"]
+        ),
+        .testTarget(
+            name: "UbiquityKitTests",
+            dependencies: [
+                "DocumentKit",
+                "SyncEngine",
+                "UbiquityKit",
+                "UbiquityProtocol",
+                "UbiquityServer",
+                "UbiquityTestSupport",
+                "ubiquity",
+            ]
         ),
         .testTarget(
             name: "UbiquityServerTests",

@@ -12,6 +12,7 @@ extension Document {
             guard documentState.contains(.closed) else {
                 throw DocumentError(.alreadyOpen, "\(fileURL.path) is already open")
             }
+            try await downloadIfNeeded()
             try await readAndLoad(from: fileURL)
             wasDeleted = false
             changeTracking.apply(.cleared)

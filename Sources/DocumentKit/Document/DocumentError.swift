@@ -10,11 +10,14 @@ public struct DocumentError: Error, Sendable, CustomStringConvertible, Localized
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Sendable {
             case fileNotFound, readFailed, writeFailed, fileExists, invalidContents, notOpen, alreadyOpen,
-                closedByDeletion, kindMismatch
+                closedByDeletion, kindMismatch, downloadFailed
         }
         private let base: Base
         /// The document's file does not exist.
         public static let fileNotFound = Code(base: .fileNotFound)
+        /// The document's file is not on this machine yet (a placeholder of a synced item) and could not be
+        /// downloaded; the document stayed closed.
+        public static let downloadFailed = Code(base: .downloadFailed)
         /// The file exists but could not be read or loaded.
         public static let readFailed = Code(base: .readFailed)
         /// The contents could not be written.

@@ -13,6 +13,7 @@ import UbiquityProtocol
 /// {"id":6,"op":"resolve","path":"Documents/List.grocery","keep":"6f1c…"}
 /// {"id":9,"op":"contents","path":"Documents/List.grocery","version":"6f1c…"}
 /// {"id":12,"op":"otherVersions","path":"Documents/List.grocery"}
+/// {"id":13,"op":"changeVersions","path":"Documents/List.grocery","operations":[{"remove":{"_0":"6f1c…"}}]}
 /// {"id":10,"op":"keyValues"}
 /// {"id":11,"op":"setKeyValues","puts":{"sortOrder":{"type":"string","value":"name"}},"removes":["old"]}
 /// {"id":7,"op":"syncNow"}
@@ -45,6 +46,8 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         /// The versions of the item at a path other than the current one, as the engine last heard them
         /// (``ContainerSync/otherVersions(of:)``).
         case otherVersions(ItemPath)
+        /// Change the item's versions one step at a time (``ContainerSync/changeVersions(of:_:)``).
+        case changeVersions(ItemPath, [VersionOperation])
         /// Write values and remove keys of the key-value store (``ContainerSync/setKeyValues(_:removing:)``).
         case setKeyValues([String: PropertyListValue], removing: Set<String>)
         /// Run a sync round now and answer when it is over (``ContainerSync/syncOnce()``).
@@ -65,7 +68,7 @@ public struct EngineRequest: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, op, path, keep, version, puts, removes
+        case id, op, path, keep, version, puts, removes, operations
     }
 
     /// Decodes a request.
@@ -87,6 +90,9 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         case "contents":
             operation = .contents(try path(), version: try container.decode(VersionID.self, forKey: .version))
         case "otherVersions": operation = .otherVersions(try path())
+        case "changeVersions":
+            operation = .changeVersions(
+                try path(), try container.decode([VersionOperation].self, forKey: .operations))
         case "keyValues": operation = .keyValues
         case "setKeyValues":
             operation = .setKeyValues(
@@ -116,6 +122,9 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         case .contents(let path, let version):
             try container.encode(path, forKey: .path)
             try container.encode(version, forKey: .version)
+        case .changeVersions(let path, let operations):
+            try container.encode(path, forKey: .path)
+            try container.encode(operations, forKey: .operations)
         }
     }
 }
@@ -132,6 +141,7 @@ extension EngineRequest.Operation {
         case .resolve: "resolve"
         case .contents: "contents"
         case .otherVersions: "otherVersions"
+        case .changeVersions: "changeVersions"
         case .keyValues: "keyValues"
         case .setKeyValues: "setKeyValues"
         case .syncNow: "syncNow"

@@ -165,6 +165,11 @@ public final class EngineSocketClient: Sendable {
         return versions
     }
 
+    /// Changes the item's versions one step at a time (replace the current one, mark resolved, remove).
+    public func changeVersions(of path: ItemPath, _ operations: [VersionOperation]) async throws {
+        try await done(.changeVersions(path, operations))
+    }
+
     /// The container's key-value store as the device sees it.
     public func keyValues() async throws -> [String: PropertyListValue] {
         guard case .keyValues(let values) = try await send(.keyValues) else { throw unexpected(.keyValues) }

@@ -41,6 +41,8 @@ extension EngineSocketServer {
             case .otherVersions(let path):
                 return .versions(
                     current: try await sync.item(at: path)?.serverVersion, try await sync.otherVersions(of: path))
+            case .changeVersions(let path, let operations):
+                try await sync.changeVersions(of: path, operations)
             case .keyValues:
                 return .keyValues(try await sync.keyValues())
             case .setKeyValues(let puts, let removes):

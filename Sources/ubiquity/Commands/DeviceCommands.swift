@@ -17,13 +17,19 @@ struct DeviceOptions: ParsableArguments {
     }
 
     /// The signed-in profile and the sync of `container` with it (its folders made when missing).
-    func sync(_ container: String, logger: Logger = Logger(label: "ubiquity.sync")) throws -> (
+    func sync(
+        _ container: String, configuration: ContainerSync.Configuration = ContainerSync.Configuration(),
+        logger: Logger = Logger(label: "ubiquity.sync")
+    ) throws -> (
         ContainerSync, DeviceProfile
     ) {
         let profile = try DeviceProfile.load(profile)
+        let layout = try layout(container)
+        // The folder holds the signed-in account's data only: another account's is kept aside.
+        try layout.claim(forAccount: ContainerLayout.accountKey(server: profile.server, account: profile.account))
         let sync = try ContainerSync(
-            layout: try layout(container), client: ServiceClient(baseURL: profile.server, token: profile.token),
-            device: profile.device, logger: logger)
+            layout: layout, client: ServiceClient(baseURL: profile.server, token: profile.token),
+            device: profile.device, configuration: configuration, logger: logger)
         return (sync, profile)
     }
 }
@@ -143,11 +149,15 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(help: "The container, such as TEAM.com.example.grocery.") var container: String
     @OptionGroup var options: DeviceOptions
     @Flag(help: "Run one sync round and exit.") var once = false
+    @Option(help: "Items up to this many bytes download as soon as they are heard of; larger ones on demand.")
+    var eagerDownloadLimit: Int64 = 1 << 20
 
     func run() async throws {
         var logger = Logger(label: "ubiquity.sync")
         logger.logLevel = .info
-        let (sync, profile) = try options.sync(container, logger: logger)
+        let (sync, profile) = try options.sync(
+            container, configuration: ContainerSync.Configuration(eagerDownloadLimit: eagerDownloadLimit),
+            logger: logger)
         let layout = sync.layout
         if once {
             let lock = try EngineLock(layout)

@@ -2,6 +2,7 @@ import Foundation
 import SyncEngine
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 /// `ubiquity login`, `sync --once`, `ls` and `download`, run as a user would: the real executable, two device
 /// profiles on one machine, a live service.

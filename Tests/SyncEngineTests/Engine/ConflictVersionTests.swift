@@ -4,6 +4,7 @@ import SyncEngine
 import Synchronization
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 /// A presenter of one document that records the version messages it gets.
 final class VersionPresenter: FilePresenter {
@@ -26,16 +27,6 @@ final class VersionPresenter: FilePresenter {
     func presentedItemDidResolveConflict(_ version: PresentedItemVersion) {
         messages.withLock { $0.append("resolved \(version.persistentIdentifier)") }
     }
-}
-
-/// Waits (off the shared threads, generously) until `condition` holds.
-func eventually(_ timeout: Duration = .seconds(20), _ condition: @Sendable () -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return condition()
 }
 
 extension TwoDeviceSyncTests {

@@ -3,6 +3,7 @@ import Logging
 import SyncEngine
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 @Suite("The running engine: file-system events and push drive sync")
 struct ContainerEngineTests {

@@ -2,6 +2,7 @@ import Foundation
 import SyncEngine
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 @Suite("Content-defined chunking on the wire")
 struct DeltaUploadTests {

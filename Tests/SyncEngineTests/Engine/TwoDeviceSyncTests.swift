@@ -3,6 +3,7 @@ import Foundation
 import SyncEngine
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 /// Two devices of one account, each with its own container folder, syncing through a live service.
 @Suite("Container sync between two devices")

@@ -2,6 +2,7 @@ import Foundation
 import SyncEngine
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 extension EngineKillRun {
     /// What the end of a run found: the folders' differences from the service when waiting stopped.

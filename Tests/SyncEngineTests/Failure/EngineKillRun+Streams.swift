@@ -2,6 +2,7 @@ import Foundation
 import SyncEngine
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 extension EngineKillRun {
     /// Files both devices edit (one in a folder), and files only one of them does.

@@ -4,6 +4,7 @@ import SyncEngine
 import Synchronization
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 #if canImport(Glibc)
     import Glibc

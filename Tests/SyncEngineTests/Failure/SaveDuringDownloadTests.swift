@@ -4,6 +4,7 @@ import SyncEngine
 import Synchronization
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 /// A save that lands while the engine puts a download in place — after it decided the local copy had no edits of
 /// its own, before its coordinated write replaces the file — must not be lost. The engine-kill test meets this by

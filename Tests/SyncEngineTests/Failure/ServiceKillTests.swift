@@ -3,6 +3,7 @@ import Logging
 import SyncEngine
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 /// The service is a real `ubiquity server` process, killed with SIGKILL while the engine uploads a large file to it.
 @Suite("Failure: the sync service killed with SIGKILL mid-upload")

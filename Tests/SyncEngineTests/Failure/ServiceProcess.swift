@@ -1,4 +1,5 @@
 import Foundation
+import UbiquityTestSupport
 
 #if canImport(Glibc)
     import Glibc

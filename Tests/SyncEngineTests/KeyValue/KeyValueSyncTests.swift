@@ -4,6 +4,7 @@ import SyncEngine
 import Synchronization
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 /// The container's key-value store between two devices, through a live service.
 @Suite("Key-value store sync between two devices")

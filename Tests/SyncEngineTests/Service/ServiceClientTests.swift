@@ -4,6 +4,7 @@ import NIOCore
 import SyncEngine
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 @Suite("Service client and push client against a live service")
 struct ServiceClientTests {

@@ -3,6 +3,7 @@ import Logging
 import SyncEngine
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 #if canImport(Glibc)
     import Glibc

@@ -6,16 +6,17 @@ import UbiquityServer
 
 /// A sync service running in the test process on 127.0.0.1, on the embedded default storage in a temporary
 /// directory: the real thing the engine talks to.
-struct LocalService {
-    let directory: URL
-    let port: Int
-    let service: UbiquityService
+public struct LocalService: Sendable {
+    public let directory: URL
+    public let port: Int
+    public let service: UbiquityService
     private let task: Task<Void, any Error>
 
-    var baseURL: String { "http://127.0.0.1:\(port)" }
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
 
     /// Starts a service on `port` (0: any free one) with its data in `directory` (a new temporary one by default).
-    static func start(in directory: URL? = nil, port: Int = 0, quota: Int64? = nil) async throws -> LocalService {
+    public static func start(in directory: URL? = nil, port: Int = 0, quota: Int64? = nil) async throws -> LocalService
+    {
         let directory =
             directory
             ?? FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -38,19 +39,21 @@ struct LocalService {
     }
 
     /// Stops the service (its data stays).
-    func stop() async {
+    public func stop() async {
         task.cancel()
         _ = await task.result
     }
 
     /// Stops the service and removes its data.
-    func remove() async {
+    public func remove() async {
         await stop()
         try? FileManager.default.removeItem(at: directory)
     }
 
     /// Registers `account` (when new) and signs a device named `device` in.
-    func signIn(account: String, device: String, password: String = "correct horse") async throws -> ServiceClient {
+    public func signIn(account: String, device: String, password: String = "correct horse") async throws
+        -> ServiceClient
+    {
         let anonymous = ServiceClient(baseURL: baseURL)
         _ = try? await anonymous.register(name: account, password: password)
         let login = try await anonymous.login(LoginRequest(name: account, password: password, deviceName: device))

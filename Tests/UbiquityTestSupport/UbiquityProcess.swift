@@ -9,16 +9,16 @@ import Foundation
 /// A `ubiquity` child process, run as a user would run it: the executable built beside the tests, with the test's
 /// own configuration and data folders, its standard output and error going to a log file (so a chatty child never
 /// blocks on a full pipe). Waiting for it happens on a Dispatch thread, never on Swift concurrency's shared ones.
-final class UbiquityProcess: @unchecked Sendable {
+public final class UbiquityProcess: @unchecked Sendable {
     // @unchecked Sendable: `process` is set up in init and afterwards only asked about its state or signalled, which
     // Foundation's `Process` allows from any thread; `log` never changes.
     private let process = Process()
     /// Where the child's standard output and error go.
-    let log: URL
+    public let log: URL
 
     /// Starts `ubiquity` with `arguments`; `environment` is added to this process's own; `input`, when given, is
     /// written to its standard input, which is then closed.
-    init(_ arguments: [String], environment: [String: String] = [:], log: URL, input: String? = nil) throws {
+    public init(_ arguments: [String], environment: [String: String] = [:], log: URL, input: String? = nil) throws {
         self.log = log
         try FileManager.default.createDirectory(at: log.deletingLastPathComponent(), withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
@@ -39,7 +39,7 @@ final class UbiquityProcess: @unchecked Sendable {
     }
 
     /// Runs `ubiquity` with `arguments` to its end (at most `timeout`) and returns its exit status and output.
-    static func run(
+    public static func run(
         _ arguments: [String], environment: [String: String] = [:], log: URL, input: String? = nil,
         timeout: TimeInterval = 60
     ) async throws -> (status: Int32, output: String) {
@@ -52,39 +52,39 @@ final class UbiquityProcess: @unchecked Sendable {
     }
 
     /// The process id.
-    var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.processIdentifier }
 
     /// Whether the child still runs.
-    var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { process.isRunning }
 
     /// The exit status (or the signal) of an ended child.
-    var terminationStatus: Int32 { process.terminationStatus }
+    public var terminationStatus: Int32 { process.terminationStatus }
 
     /// Whether an ended child ended by a signal.
-    var endedBySignal: Bool { process.terminationReason == .uncaughtSignal }
+    public var endedBySignal: Bool { process.terminationReason == .uncaughtSignal }
 
     /// What the child wrote so far.
-    var output: String { (try? String(decoding: Data(contentsOf: log), as: UTF8.self)) ?? "" }
+    public var output: String { (try? String(decoding: Data(contentsOf: log), as: UTF8.self)) ?? "" }
 
     /// The last `count` characters the child wrote.
-    func outputTail(_ count: Int = 2_000) -> String { String(output.suffix(count)) }
+    public func outputTail(_ count: Int = 2_000) -> String { String(output.suffix(count)) }
 
     /// Sends SIGKILL (when still running) and waits for the child to end; returns whether it died of that signal.
     @discardableResult
-    func killAndWait() async -> Bool {
+    public func killAndWait() async -> Bool {
         await stop(with: SIGKILL)
     }
 
     /// Sends `signal` (when still running) and waits (at most `timeout`) for the child to end; returns whether it
     /// ended.
     @discardableResult
-    func stop(with signal: Int32, timeout: TimeInterval = 30) async -> Bool {
+    public func stop(with signal: Int32, timeout: TimeInterval = 30) async -> Bool {
         if process.isRunning { _ = kill(process.processIdentifier, signal) }
         return await waitForExit(timeout: timeout)
     }
 
     /// Waits (at most `timeout`) for the child to end; returns whether it did.
-    func waitForExit(timeout: TimeInterval) async -> Bool {
+    public func waitForExit(timeout: TimeInterval) async -> Bool {
         let ended = try? await offPool { [self] in
             let deadline = Date(timeIntervalSinceNow: timeout)
             while process.isRunning && Date() < deadline { usleep(2_000) }
@@ -94,7 +94,7 @@ final class UbiquityProcess: @unchecked Sendable {
     }
 
     /// The `ubiquity` executable built beside the test bundle.
-    static func executable() throws -> URL {
+    public static func executable() throws -> URL {
         let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let url = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("ubiquity")
         guard FileManager.default.isExecutableFile(atPath: url.path) else {
@@ -105,7 +105,7 @@ final class UbiquityProcess: @unchecked Sendable {
 }
 
 /// Why a child process could not be used.
-struct ChildProcessFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct ChildProcessFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

@@ -1,0 +1,58 @@
+import Crypto
+import Foundation
+
+extension ContainerLayout {
+    /// The file in `.ubiquity/` naming the account whose data the container folder holds.
+    public var accountFile: URL { privateFolder.appendingPathComponent("account") }
+
+    /// Where the folders of accounts signed out of this machine are kept: `<root>/.accounts/<account key>/`.
+    public var signedOutAccounts: URL {
+        folder.deletingLastPathComponent().appendingPathComponent(".accounts", isDirectory: true)
+    }
+
+    /// An opaque, stable key for an account of a service: the same for the same account, different for any other,
+    /// and saying nothing of the account's name.
+    public static func accountKey(server: String, account: String) -> String {
+        let digest = SHA256.hash(data: Data("\(server)\n\(account)".utf8))
+        return digest.prefix(16).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Makes the container folder the one of account `key`, as iCloud keeps each account's data apart: a folder
+    /// holding another account's data is moved to ``signedOutAccounts`` (nothing is deleted), and a folder kept
+    /// there for `key` from an earlier sign-in comes back; a folder naming no account is adopted. Then the folders
+    /// are made when missing.
+    ///
+    /// Only the container's engine (the holder of its lock, or the process about to start one) calls this.
+    /// - Returns: Whether the folder changed hands (another account's data moved away or this one's brought back).
+    @discardableResult
+    public func claim(forAccount key: String) throws -> Bool {
+        let manager = FileManager.default
+        let owner = (try? String(contentsOf: accountFile, encoding: .utf8))?.trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        if owner == key {
+            try create()
+            return false
+        }
+        var changed = false
+        if let owner, !owner.isEmpty, manager.fileExists(atPath: folder.path) {
+            // Another account's folder: kept aside, never deleted. (A folder naming no account is adopted.)
+            let name = owner.count <= 64 && owner.allSatisfy(\.isHexDigit) ? owner : "unknown"
+            let aside = signedOutAccounts.appendingPathComponent(name, isDirectory: true)
+            try manager.createDirectory(at: aside, withIntermediateDirectories: true)
+            var target = aside.appendingPathComponent(container.string, isDirectory: true)
+            if manager.fileExists(atPath: target.path) {
+                target = aside.appendingPathComponent("\(container.string)-\(UUID().uuidString)", isDirectory: true)
+            }
+            try manager.moveItem(at: folder, to: target)
+            changed = true
+        }
+        let kept = signedOutAccounts.appendingPathComponent(key).appendingPathComponent(container.string)
+        if !manager.fileExists(atPath: folder.path), manager.fileExists(atPath: kept.path) {
+            try manager.moveItem(at: kept, to: folder)
+            changed = true
+        }
+        try create()
+        try Data(key.utf8).write(to: accountFile, options: .atomic)
+        return changed
+    }
+}

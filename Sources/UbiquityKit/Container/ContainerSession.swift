@@ -1,0 +1,231 @@
+import DocumentKit
+import Foundation
+import Logging
+import SyncEngine
+import Synchronization
+import UbiquityProtocol
+
+/// One container as this process uses it: the connection to its engine (embedded or external), a mirror of what the
+/// engine knows of every item (so the synchronous, Apple-shaped calls answer at once), and the engine's events
+/// handed on to queries, key-value stores and presenters.
+final class ContainerSession: Sendable {
+    /// Where the container lives.
+    let layout: ContainerLayout
+    /// How the engine is reached.
+    let connection: EngineConnection
+    /// The engine's state database, read (and, for version changes made here, written) by this process too.
+    let state: LocalStateStore
+    private let mirror: Mutex<Mirror>
+    private let broadcast = EventBroadcast<SyncEvent>()
+    private let tasks: Mutex<[Task<Void, Never>]>
+    private let logger: Logger
+
+    private struct Mirror {
+        var byPath: [ItemPath: LocalItem] = [:]
+        var pathByID: [ItemID: ItemPath] = [:]
+        var transfers: [ItemID: ItemTransfer] = [:]
+
+        mutating func set(_ item: LocalItem) {
+            if let old = pathByID[item.id], old != item.path { byPath[old] = nil }
+            byPath[item.path] = item
+            pathByID[item.id] = item.path
+        }
+
+        mutating func remove(_ id: ItemID) {
+            if let path = pathByID.removeValue(forKey: id), byPath[path]?.id == id { byPath[path] = nil }
+            transfers[id] = nil
+        }
+    }
+
+    private init(layout: ContainerLayout, connection: EngineConnection, state: LocalStateStore, logger: Logger) {
+        self.layout = layout
+        self.connection = connection
+        self.state = state
+        self.logger = logger
+        mirror = Mutex(Mirror())
+        tasks = Mutex([])
+    }
+
+    /// Opens the container with the engine `configuration` asks for, signed in as `profile`.
+    static func open(
+        _ container: ContainerID, configuration: UbiquityConfiguration, profile: DeviceProfile
+    ) async throws -> ContainerSession {
+        let layout = ContainerLayout(root: configuration.root, container: container)
+        let logger = configuration.logger
+        switch configuration.engine {
+        case .external:
+            let client = try await connect(to: layout, waiting: configuration.engineWait)
+            return try await start(layout: layout, connection: .external(client), engine: nil, logger: logger)
+        case .automatic:
+            if FileManager.default.fileExists(atPath: layout.socket.path),
+                let client = try? await EngineSocketClient.connect(to: layout)
+            {
+                return try await start(layout: layout, connection: .external(client), engine: nil, logger: logger)
+            }
+            return try await embedded(layout: layout, configuration: configuration, profile: profile)
+        case .embedded:
+            return try await embedded(layout: layout, configuration: configuration, profile: profile)
+        }
+    }
+
+    private static func embedded(
+        layout: ContainerLayout, configuration: UbiquityConfiguration, profile: DeviceProfile
+    ) async throws -> ContainerSession {
+        try layout.claim(forAccount: ContainerLayout.accountKey(server: profile.server, account: profile.account))
+        // The lock is taken here only to fail clearly when another process runs the engine; the engine takes its own.
+        do {
+            _ = try EngineLock(layout)
+        } catch {
+            throw UbiquityError(.engineUnavailable, "another process runs the engine of \(layout.container): \(error)")
+        }
+        let sync = try ContainerSync(
+            layout: layout, client: ServiceClient(baseURL: profile.server, token: profile.token),
+            device: profile.device, configuration: configuration.sync, logger: configuration.logger)
+        var engine = ContainerEngine(sync: sync, pushToken: profile.token, logger: configuration.logger)
+        engine.pollInterval = configuration.pollInterval
+        return try await start(
+            layout: layout, connection: .embedded(sync), engine: engine, logger: configuration.logger)
+    }
+
+    /// Connects to the engine's socket, trying again until `wait` is over.
+    private static func connect(to layout: ContainerLayout, waiting wait: Duration) async throws -> EngineSocketClient {
+        let deadline = ContinuousClock.now + wait
+        while true {
+            do {
+                return try await EngineSocketClient.connect(to: layout)
+            } catch {
+                guard ContinuousClock.now < deadline else {
+                    throw UbiquityError(.engineUnavailable, "no engine is running for \(layout.container): \(error)")
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
+    private static func start(
+        layout: ContainerLayout, connection: EngineConnection, engine: ContainerEngine?, logger: Logger
+    ) async throws -> ContainerSession {
+        let session = ContainerSession(
+            layout: layout, connection: connection, state: try LocalStateStore(url: layout.stateDatabase),
+            logger: logger)
+        // Listen first, then take the snapshot: an event from before the snapshot is at worst applied again, and
+        // every later one arrives.
+        let events = try await connection.events()
+        if let engine {
+            // The embedded engine runs until the session closes (which cancels this task).
+            session.tasks.withLock {
+                $0.append(
+                    Task {
+                        do {
+                            try await engine.run()
+                        } catch {
+                            logger.error("the container's engine stopped", metadata: ["error": "\(error)"])
+                        }
+                    })
+            }
+        }
+        let (items, transfers) = try await connection.items()
+        session.mirror.withLock { mirror in
+            for item in items { mirror.set(item) }
+            mirror.transfers = transfers
+        }
+        let announces = if case .external = connection { true } else { false }
+        // Hands each engine event on until the session closes (which cancels this task) or the engine goes away.
+        session.tasks.withLock {
+            $0.append(
+                Task { [weak session] in
+                    for await event in events {
+                        guard let session else { return }
+                        session.receive(event, announcing: announces)
+                    }
+                })
+        }
+        return session
+    }
+
+    /// Applies an engine event to the mirror, tells this process's presenters of version changes (an external
+    /// engine told only its own process's), and hands it on.
+    func receive(_ event: SyncEvent, announcing: Bool) {
+        mirror.withLock { mirror in
+            switch event {
+            case .itemChanged(let item): mirror.set(item)
+            case .itemRemoved(let id, _): mirror.remove(id)
+            case .progress(let id, _, let transfer): mirror.transfers[id] = transfer
+            default: break
+            }
+        }
+        if announcing {
+            switch event {
+            case .versionGained(_, let path, let version):
+                FileCoordinator.announce(.gained(Self.presented(version)), ofItemAt: layout.url(of: path))
+            case .versionLost(_, let path, let version):
+                FileCoordinator.announce(.lost(Self.presented(version)), ofItemAt: layout.url(of: path))
+            case .versionResolved(_, let path, let version):
+                FileCoordinator.announce(.resolved(Self.presented(version)), ofItemAt: layout.url(of: path))
+            default: break
+            }
+        }
+        broadcast.send(event)
+    }
+
+    static func presented(_ version: VersionRecord) -> PresentedItemVersion {
+        PresentedItemVersion(
+            persistentIdentifier: version.id.string, isConflict: version.isConflict,
+            modificationDate: version.modificationDate, savingComputer: version.savingDevice.name)
+    }
+
+    /// The engine's events from now on, after the mirror took them.
+    func events() -> AsyncStream<SyncEvent> { broadcast.stream() }
+
+    /// Every item the engine knows, placeholders included.
+    func items() -> [LocalItem] { mirror.withLock { Array($0.byPath.values) } }
+
+    /// The item at `path`, when the engine knows one there.
+    func item(at path: ItemPath) -> LocalItem? { mirror.withLock { $0.byPath[path] } }
+
+    /// The transfer of the item's content under way, if any.
+    func transfer(of id: ItemID) -> ItemTransfer? { mirror.withLock { $0.transfers[id] } }
+
+    /// Downloads the item's current content; when this returns, the mirror has the item as the engine left it.
+    func download(_ path: ItemPath) async throws {
+        try await connection.download(path)
+        await refresh(path)
+    }
+
+    /// Drops the item's local content; when this returns, the mirror has the placeholder.
+    func evict(_ path: ItemPath) async throws {
+        try await connection.evict(path)
+        await refresh(path)
+    }
+
+    /// Reads the item at `path` from the engine into the mirror, so a call that changed it reads its own write (the
+    /// engine's event of the change may still be on its way).
+    func refresh(_ path: ItemPath) async {
+        guard let item = try? await connection.item(at: path) else { return }
+        mirror.withLock { $0.set(item) }
+    }
+
+    /// The item path of a URL inside the container folder.
+    /// - Throws: ``UbiquityError/Code/notUbiquitous`` for a URL elsewhere or in `.ubiquity/`.
+    func path(of url: URL) throws -> ItemPath {
+        let folder = layout.folder.standardizedFileURL.path
+        let target = url.standardizedFileURL.path
+        guard target.hasPrefix(folder + "/"), let path = try? ItemPath(String(target.dropFirst(folder.count + 1)))
+        else {
+            throw UbiquityError(.notUbiquitous, "\(url.path) is not an item of container \(layout.container)")
+        }
+        return path
+    }
+
+    /// Ends the engine (when embedded) or the connection to it, and every listener's stream.
+    func close() async {
+        let running = tasks.withLock { tasks in
+            defer { tasks = [] }
+            return tasks
+        }
+        for task in running { task.cancel() }
+        if case .external(let client) = connection { await client.close() }
+        for task in running { await task.value }
+        broadcast.finish()
+    }
+}
