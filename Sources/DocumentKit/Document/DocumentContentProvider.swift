@@ -44,7 +44,8 @@ extension Document {
     /// - Throws: ``DocumentError/Code/downloadFailed`` when the download fails.
     func downloadIfNeeded() async throws {
         guard let provider = DocumentContentProviders.provider(downloading: fileURL) else { return }
-        let progress = Progress(totalUnitCount: -1)
+        // In percent: Foundation's Progress on Linux traps when its total changes under way.
+        let progress = Progress(totalUnitCount: 100)
         self.progress = progress
         defer { self.progress = nil }
         do {
@@ -52,8 +53,7 @@ extension Document {
                 // Progress belongs to the main actor, as the document does.
                 Task { @MainActor in
                     guard let progress = self?.progress else { return }
-                    progress.totalUnitCount = total
-                    progress.completedUnitCount = completed
+                    progress.completedUnitCount = total > 0 ? min(100, completed * 100 / total) : 100
                 }
             }
         } catch let error as DocumentError {

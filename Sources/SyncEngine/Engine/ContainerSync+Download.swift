@@ -135,11 +135,12 @@ extension ContainerSync {
 
     /// Downloads the current content of the item at `path` (a placeholder, or an out-of-date copy).
     public func download(_ path: ItemPath) async throws {
-        guard let item = try state.item(at: path) else {
+        guard var item = try state.item(at: path) else {
             throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
         }
         let detail = try await client.item(item.id, in: container)
         guard let current = detail.versions.first(where: { $0.id == detail.item.currentVersion }) else { return }
+        item.serverVersion = current.id  // heard just now: the download lands as the current version
         if item.baseVersion == current.id, !item.isPlaceholder, try isUnmodified(item) { return }  // in step
         do {
             try await download(current, into: item)

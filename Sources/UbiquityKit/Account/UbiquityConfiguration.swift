@@ -39,6 +39,8 @@ public struct UbiquityConfiguration: Sendable {
     public var pollInterval: Duration
     /// How long to wait for an external engine's socket (default 10 s).
     public var engineWait: Duration
+    /// How long one request of an embedded engine to the service may take (default 60 s).
+    public var requestTimeout: Duration
     /// Where UbiquityKit logs.
     public var logger: Logger
 
@@ -47,7 +49,7 @@ public struct UbiquityConfiguration: Sendable {
         root: URL = ContainerLayout.defaultRoot, containers: [ContainerID], profile: DeviceProfile?,
         engine: Engine = .automatic, sync: ContainerSync.Configuration = ContainerSync.Configuration(),
         pollInterval: Duration = .seconds(30), engineWait: Duration = .seconds(10),
-        logger: Logger = Logger(label: "ubiquity.kit")
+        requestTimeout: Duration = .seconds(60), logger: Logger = Logger(label: "ubiquity.kit")
     ) {
         self.root = root.standardizedFileURL
         self.containers = containers
@@ -56,6 +58,7 @@ public struct UbiquityConfiguration: Sendable {
         self.sync = sync
         self.pollInterval = pollInterval
         self.engineWait = engineWait
+        self.requestTimeout = requestTimeout
         self.logger = logger
     }
 }

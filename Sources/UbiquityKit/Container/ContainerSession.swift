@@ -78,8 +78,12 @@ final class ContainerSession: Sendable {
         } catch {
             throw UbiquityError(.engineUnavailable, "another process runs the engine of \(layout.container): \(error)")
         }
+        let milliseconds =
+            configuration.requestTimeout.components.seconds * 1000
+            + configuration.requestTimeout.components.attoseconds / 1_000_000_000_000_000
+        let client = ServiceClient(baseURL: profile.server, token: profile.token, timeout: .milliseconds(milliseconds))
         let sync = try ContainerSync(
-            layout: layout, client: ServiceClient(baseURL: profile.server, token: profile.token),
+            layout: layout, client: client,
             device: profile.device, configuration: configuration.sync, logger: configuration.logger)
         var engine = ContainerEngine(sync: sync, pushToken: profile.token, logger: configuration.logger)
         engine.pollInterval = configuration.pollInterval

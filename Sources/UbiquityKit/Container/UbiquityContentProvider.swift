@@ -9,7 +9,31 @@ import UbiquityProtocol
 final class UbiquityContentProvider: DocumentContentProvider {
     let owner = Mutex<WeakUbiquity?>(nil)
 
+    /// How long an open waits for content whose record arrived first.
+    let contentWait = Duration.seconds(30)
+
     private var ubiquity: Ubiquity? { owner.withLock { $0?.value } }
+
+    /// The item's next recorded change with a current version, or `nil` when `deadline` passes first.
+    private static func nextChange(
+        of id: ItemID, in events: AsyncStream<SyncEvent>, until deadline: ContinuousClock.Instant
+    ) async -> LocalItem? {
+        await withTaskGroup(of: LocalItem?.self) { group in
+            group.addTask {
+                for await event in events {
+                    if case .itemChanged(let item) = event, item.id == id, item.serverVersion != nil { return item }
+                }
+                return nil
+            }
+            group.addTask {
+                try? await Task.sleep(until: deadline)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+    }
 
     func needsDownload(at url: URL) -> Bool {
         guard let ubiquity, (try? ubiquity.locate(url)) != nil else { return false }
@@ -34,7 +58,21 @@ final class UbiquityContentProvider: DocumentContentProvider {
         }
         defer { reporter.cancel() }
         progress(0, item.size)
-        try await session.download(path)
+        let deadline = ContinuousClock.now + contentWait
+        while true {
+            let updates = session.events()
+            try await session.download(path)
+            if FileManager.default.fileExists(atPath: url.path) { break }
+            // The record came before its content (the other device is still uploading it): wait for the content.
+            await session.refresh(path)
+            var arrived = session.item(at: path)?.serverVersion != nil
+            if !arrived, ContinuousClock.now < deadline {
+                arrived = await Self.nextChange(of: item.id, in: updates, until: deadline) != nil
+            }
+            guard arrived, ContinuousClock.now < deadline else {
+                throw UbiquityError(.notDownloaded, "the content of \(url.path) is not on the service yet")
+            }
+        }
         progress(item.size, item.size)
     }
 }

@@ -9,6 +9,7 @@ import UbiquityProtocol
 struct DeviceOptions: ParsableArguments {
     @Option(help: "The device profile (several devices can live on one machine).") var profile = "device"
     @Option(help: "The root of container folders (default: $XDG_DATA_HOME/ubiquity).") var root: String?
+    @Option(help: "How many seconds one request to the service may take.") var requestTimeout: Int64 = 60
 
     func layout(_ container: String) throws -> ContainerLayout {
         ContainerLayout(
@@ -28,7 +29,8 @@ struct DeviceOptions: ParsableArguments {
         // The folder holds the signed-in account's data only: another account's is kept aside.
         try layout.claim(forAccount: ContainerLayout.accountKey(server: profile.server, account: profile.account))
         let sync = try ContainerSync(
-            layout: layout, client: ServiceClient(baseURL: profile.server, token: profile.token),
+            layout: layout,
+            client: ServiceClient(baseURL: profile.server, token: profile.token, timeout: .seconds(requestTimeout)),
             device: profile.device, configuration: configuration, logger: logger)
         return (sync, profile)
     }

@@ -54,7 +54,7 @@ final class TestDevice: Sendable {
             engine = try UbiquityProcess(
                 [
                     "sync", "--container", container.string, "--profile", name, "--root", root.path,
-                    "--eager-download-limit", String(eagerDownloadLimit),
+                    "--eager-download-limit", String(eagerDownloadLimit), "--request-timeout", "10",
                 ],
                 environment: ["XDG_CONFIG_HOME": config.path],
                 log: directory.appendingPathComponent("\(name)-engine.log"))
@@ -68,7 +68,7 @@ final class TestDevice: Sendable {
                 root: root, containers: [container], profile: profile,
                 engine: mode == .external ? .external : .embedded,
                 sync: ContainerSync.Configuration(eagerDownloadLimit: eagerDownloadLimit), pollInterval: .seconds(5),
-                engineWait: .seconds(30), logger: logger))
+                engineWait: .seconds(30), requestTimeout: .seconds(10), logger: logger))
     }
 
     /// The container folder, once its engine is there.
@@ -94,7 +94,7 @@ final class TestDevice: Sendable {
 /// Runs `body` with two devices ("laptop" and "desktop") of one account against a new service on loopback, both
 /// started, then stops everything and removes the files.
 func withTwoDevices(
-    _ mode: EngineMode, eagerDownloadLimit: Int64 = 1 << 20,
+    _ mode: EngineMode, eagerDownloadLimit: Int64 = 1 << 20, isolation: isolated (any Actor)? = #isolation,
     _ body: (_ laptop: TestDevice, _ desktop: TestDevice, _ service: LocalService) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
