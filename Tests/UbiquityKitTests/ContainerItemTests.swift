@@ -50,4 +50,51 @@ struct ContainerItemTests {
             #expect(FileManager.default.fileExists(atPath: kept.path))
         }
     }
+
+    @Test(
+        "Moving a folder's documents to the cloud and back is one call each way; the other device sees them come and go",
+        arguments: EngineMode.allCases)
+    func preferredStorageSwitch(mode: EngineMode) async throws {
+        try await withTwoDevices(mode) { laptop, desktop, _ in
+            let local = laptop.root.deletingLastPathComponent().appendingPathComponent(
+                "laptop-local", isDirectory: true)
+            try FileManager.default.createDirectory(at: local, withIntermediateDirectories: true)
+            for name in ["Item_1.txt", "Item_2.txt", "Item_3.txt"] {
+                try Data(name.utf8).write(to: local.appendingPathComponent(name))
+            }
+            let moved = try FileManager.default.setUbiquitous(true, itemsIn: local, destinationFolder: laptop.documents)
+            #expect(moved.map(\.lastPathComponent) == ["Item_1.txt", "Item_2.txt", "Item_3.txt"])
+            #expect(try FileManager.default.contentsOfDirectory(atPath: local.path).isEmpty)
+            for name in ["Item_1.txt", "Item_2.txt", "Item_3.txt"] {
+                let there = desktop.documents.appendingPathComponent(name)
+                #expect(await eventually { (try? String(contentsOf: there, encoding: .utf8)) == name })
+            }
+
+            // Back to local storage: the files stay on the laptop, and leave the desktop.
+            try FileManager.default.setUbiquitous(false, itemsIn: laptop.documents, destinationFolder: local)
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: local.path).sorted() == [
+                    "Item_1.txt", "Item_2.txt", "Item_3.txt",
+                ])
+            #expect(
+                await eventually {
+                    ((try? FileManager.default.contentsOfDirectory(atPath: desktop.documents.path)) ?? ["?"]).isEmpty
+                })
+        }
+    }
+
+    @Test(
+        "FileManager's calls use the default instance: its container URL, its identity token; nil for other containers")
+    func defaultInstance() async throws {
+        try await withTwoDevices(.embedded) { laptop, _, _ in
+            let before = Ubiquity.default
+            Ubiquity.default = laptop.ubiquity
+            defer { Ubiquity.default = before }
+            #expect(FileManager.default.url(forUbiquityContainerIdentifier: nil) == laptop.folder)
+            #expect(FileManager.default.url(forUbiquityContainerIdentifier: laptop.container.string) == laptop.folder)
+            #expect(FileManager.default.url(forUbiquityContainerIdentifier: "TEAM.com.example.other") == nil)
+            #expect(FileManager.default.ubiquityIdentityToken == laptop.ubiquity.identityToken)
+            #expect(FileManager.default.ubiquityIdentityToken != nil)
+        }
+    }
 }

@@ -48,8 +48,14 @@ public final class Ubiquity: Sendable {
         return ubiquity
     }
 
-    /// The instance configured last (``configure(_:)``); before any, a signed-out one with no containers.
+    /// The instance configured last (``configure(_:)``), or set here; before any, a signed-out one with no
+    /// containers.
     public static var `default`: Ubiquity {
+        get { defaultInstance() }
+        set { current.withLock { $0 = newValue } }
+    }
+
+    private static func defaultInstance() -> Ubiquity {
         current.withLock { current in
             if let current { return current }
             let unconfigured = Ubiquity(
