@@ -1,0 +1,168 @@
+import Foundation
+import GRDB
+import UbiquityProtocol
+
+/// An item's versions as this device knows them: the engine's record of the item, its other versions as last heard
+/// (with the changes made here applied), and the versions a replace made here turned out of current before the
+/// service sent their records.
+public struct LocalVersionState: Hashable, Sendable {
+    /// The item.
+    public var item: LocalItem
+    /// The versions other than the current one (conflict and history), newest first.
+    public var others: [VersionRecord]
+    /// Versions a replace made on this device made non-current, whose records have not come from the service yet:
+    /// they are other versions too, known by id only (so that removing the other versions right after a replace
+    /// removes them as well).
+    public var replaced: [VersionID]
+}
+
+extension LocalStateStore {
+    /// The key under which the versions a local replace made non-current are kept, per item.
+    static func replacedKey(of id: ItemID) -> String { "versions.replaced.\(id.string)" }
+
+    /// The versions of the item at `path` as this device knows them — as last heard from the service, with the
+    /// changes made here that the service has not acknowledged yet applied over them; `nil` when the engine knows no
+    /// item there.
+    public func versionState(ofItemAt path: ItemPath) throws -> LocalVersionState? {
+        try pool.read { db in try Self.versionState(ofItemAt: path, in: db) }
+    }
+
+    /// Changes the versions of the item at `path` on this device at once and queues the same operations for the
+    /// service, in one transaction: what `FileVersion`'s `replaceItem`, `isResolved` and `remove` do while the
+    /// engine runs in this process or another. The engine sends the queue, in order, at the start of its next round;
+    /// when it next hears the item from the service, it finds its records already as the service has them and
+    /// announces nothing again.
+    ///
+    /// Locally: ``VersionOperation/replaceCurrent(_:)`` makes the version the item's current one (its record leaves
+    /// the other versions; the version it replaced is kept in ``LocalVersionState/replaced``),
+    /// ``VersionOperation/markResolved(_:)`` marks a conflict version resolved, ``VersionOperation/remove(_:)`` drops
+    /// a version. The item's `hasUnresolvedConflicts` follows. The item's content is the caller's to put in place.
+    /// - Parameters:
+    ///   - path: The item.
+    ///   - decide: Given the versions as they are inside the transaction, the operations to apply (none: nothing
+    ///     changes).
+    /// - Returns: The versions before and after.
+    /// - Throws: ``ProtocolError/Code/itemNotFound`` for a path the engine does not know;
+    ///   ``ProtocolError/Code/unknownVersion`` for an operation on a version that is not one of the other versions
+    ///   (for ``VersionOperation/markResolved(_:)``: not a conflict version). Nothing changes then.
+    @discardableResult
+    public func changeVersionsLocally(
+        ofItemAt path: ItemPath, _ decide: (LocalVersionState) throws -> [VersionOperation]
+    ) throws -> (before: LocalVersionState, after: LocalVersionState) {
+        try pool.write { db in
+            guard let before = try Self.versionState(ofItemAt: path, in: db) else {
+                throw ProtocolError(.itemNotFound, "no item at \(path)")
+            }
+            let operations = try decide(before)
+            var after = before
+            var queued: [VersionOperation] = []
+            for operation in operations where try Self.apply(operation, to: &after, at: path) {
+                queued.append(operation)
+            }
+            guard !queued.isEmpty else { return (before, after) }
+            after.item.hasUnresolvedConflicts = after.others.contains { $0.isConflict && !$0.isResolved }
+            try Self.store(after, in: db)
+            for operation in queued {
+                try db.execute(
+                    sql: "INSERT INTO outbox (item_id, operation) VALUES (?, ?)",
+                    arguments: [
+                        after.item.id.string, String(decoding: try JSONEncoder().encode(operation), as: UTF8.self),
+                    ])
+            }
+            return (before, after)
+        }
+    }
+
+    /// Applies one operation to `state`; returns whether it changes anything (and is to be sent).
+    private static func apply(_ operation: VersionOperation, to state: inout LocalVersionState, at path: ItemPath)
+        throws -> Bool
+    {
+        switch operation {
+        case .replaceCurrent(let id):
+            guard let index = state.others.firstIndex(where: { $0.id == id }) else {
+                throw ProtocolError(.unknownVersion, "\(id) is not one of the other versions of \(path)")
+            }
+            state.others.remove(at: index)
+            if let current = state.item.serverVersion, current != id, !state.replaced.contains(current) {
+                state.replaced.append(current)
+            }
+            state.replaced.removeAll { $0 == id }
+            state.item.serverVersion = id
+        case .markResolved(let id):
+            guard let index = state.others.firstIndex(where: { $0.id == id }), state.others[index].isConflict else {
+                throw ProtocolError(.unknownVersion, "\(id) is not a conflict version of \(path)")
+            }
+            if state.others[index].isResolved { return false }
+            state.others[index].isResolved = true
+        case .remove(let id):
+            if let index = state.others.firstIndex(where: { $0.id == id }) {
+                state.others.remove(at: index)
+                state.replaced.removeAll { $0 == id }
+            } else if let index = state.replaced.firstIndex(of: id) {
+                state.replaced.remove(at: index)
+            } else {
+                throw ProtocolError(.unknownVersion, "\(id) is not one of the other versions of \(path)")
+            }
+        }
+        return true
+    }
+
+    private static func versionState(ofItemAt path: ItemPath, in db: Database) throws -> LocalVersionState? {
+        guard
+            let text = try String.fetchOne(
+                db, sql: "SELECT record FROM item WHERE path = ?", arguments: [path.string])
+        else { return nil }
+        let item = try JSONDecoder().decode(LocalItem.self, from: Data(text.utf8))
+        let others = try String.fetchAll(
+            db, sql: "SELECT record FROM version WHERE item_id = ?", arguments: [item.id.string]
+        )
+        .map { try JSONDecoder().decode(VersionRecord.self, from: Data($0.utf8)) }
+        .sorted { $0.modificationDate > $1.modificationDate }
+        let known = Set(others.map(\.id))
+        let replaced =
+            try String.fetchOne(
+                db, sql: "SELECT value FROM value WHERE key = ?", arguments: [replacedKey(of: item.id)]
+            )
+            .map { try JSONDecoder().decode([VersionID].self, from: Data($0.utf8)) } ?? []
+        // Once the service's record of a replaced version has come (or it became current again), it is no longer
+        // known by id only.
+        var state = LocalVersionState(
+            item: item, others: others,
+            replaced: replaced.filter { !known.contains($0) && $0 != item.serverVersion })
+        // A change made here stands until the service has it, even over records the engine wrote meanwhile from an
+        // answer the service gave before the change (an operation that no longer applies is passed over).
+        for text in try String.fetchAll(
+            db, sql: "SELECT operation FROM outbox WHERE item_id = ? ORDER BY sequence", arguments: [item.id.string])
+        {
+            guard let operation = try? JSONDecoder().decode(VersionOperation.self, from: Data(text.utf8)) else {
+                continue
+            }
+            _ = try? apply(operation, to: &state, at: path)
+        }
+        state.item.hasUnresolvedConflicts = state.others.contains { $0.isConflict && !$0.isResolved }
+        return state
+    }
+
+    private static func store(_ state: LocalVersionState, in db: Database) throws {
+        let id = state.item.id.string
+        try db.execute(
+            sql: "UPDATE item SET record = ? WHERE id = ?",
+            arguments: [String(decoding: try JSONEncoder().encode(state.item), as: UTF8.self), id])
+        try db.execute(sql: "DELETE FROM version WHERE item_id = ?", arguments: [id])
+        for version in state.others {
+            try db.execute(
+                sql: "INSERT INTO version (item_id, version_id, record) VALUES (?, ?, ?)",
+                arguments: [id, version.id.string, String(decoding: try JSONEncoder().encode(version), as: UTF8.self)])
+        }
+        if state.replaced.isEmpty {
+            try db.execute(sql: "DELETE FROM value WHERE key = ?", arguments: [replacedKey(of: state.item.id)])
+        } else {
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO value (key, value) VALUES (?, ?)",
+                arguments: [
+                    replacedKey(of: state.item.id),
+                    String(decoding: try JSONEncoder().encode(state.replaced), as: UTF8.self),
+                ])
+        }
+    }
+}
