@@ -31,7 +31,8 @@ extension LocalStateStore {
     /// service, in one transaction: what `FileVersion`'s `replaceItem`, `isResolved` and `remove` do while the
     /// engine runs in this process or another. The engine sends the queue, in order, at the start of its next round;
     /// when it next hears the item from the service, it finds its records already as the service has them and
-    /// announces nothing again.
+    /// announces nothing again — unless a round already reading the item when the change was made writes back the
+    /// records from before it (reads here still show the change while it is queued; see ``versionState(ofItemAt:)``).
     ///
     /// Locally: ``VersionOperation/replaceCurrent(_:)`` makes the version the item's current one (its record leaves
     /// the other versions; the version it replaced is kept in ``LocalVersionState/replaced``),
