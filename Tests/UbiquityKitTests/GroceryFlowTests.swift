@@ -34,8 +34,12 @@ struct GroceryFlowTests {
             }
             try await opened.openDocument()
             #expect(opened.name == "Milk")
-            let status = try theirs.ubiquitousResourceValues().downloadingStatus
-            #expect(status == .current)
+            let current = await eventually { (try? theirs.ubiquitousResourceValues())?.downloadingStatus == .current }
+            let asked = try? await FileManager.default.ubiquitousResourceValues(at: theirs)
+            #expect(
+                current,
+                "mirror: \(String(describing: try? theirs.ubiquitousResourceValues())); engine: \(String(describing: asked))"
+            )
             #expect(states.contains { $0.contains(.progressAvailable) })
             #expect(!opened.documentState.contains(.progressAvailable))
             watcher.cancel()

@@ -47,6 +47,19 @@ public struct ContainerEngine: Service {
         defer { watcher.stop() }
         // Other processes reach the engine through its socket, bound only now that the lock is held.
         let socket = try await EngineSocketServer.bind(serving: sync, logger: logger)
+        // A graceful shutdown cancels everything, a round under way included (it may be waiting on an unreachable
+        // service): every step of a round is its own transaction, so a cancelled round loses nothing.
+        await cancelWhenGracefulShutdown {
+            await serve(socket: socket, pending: pending, triggers: triggers, trigger: trigger)
+        }
+        withExtendedLifetime(lock) {}
+    }
+
+    /// Serves the socket, listens to push and local key-value writes, polls, and runs the rounds they ask for.
+    private func serve(
+        socket: EngineSocketServer, pending: PendingScope, triggers: AsyncStream<Void>,
+        trigger: AsyncStream<Void>.Continuation
+    ) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -103,7 +116,6 @@ public struct ContainerEngine: Service {
             }
             group.cancelAll()
         }
-        withExtendedLifetime(lock) {}
     }
 }
 

@@ -104,10 +104,17 @@ extension ContainerSync {
     /// Records the item's versions other than the current one and tells listeners and presenters what changed:
     /// conflict versions gained, versions lost (their downloaded copies removed), conflicts resolved.
     private func recordOtherVersions(_ versions: [VersionRecord], of item: LocalItem) throws {
-        let before = Dictionary(try state.otherVersions(of: item.id).map { ($0.id, $0) }) { first, _ in first }
-        let after = Dictionary(versions.map { ($0.id, $0) }) { first, _ in first }
+        let recorded = try state.otherVersions(of: item.id)
+        // Compared as reads show them: changes made on this device and not sent yet over both sides, so a round
+        // that asked the service before such a change neither undoes it nor announces it again.
+        let before = Dictionary(
+            try state.applyingQueuedOperations(to: recorded, of: item).map { ($0.id, $0) }
+        ) { first, _ in first }
+        let after = Dictionary(
+            try state.applyingQueuedOperations(to: versions, of: item).map { ($0.id, $0) }
+        ) { first, _ in first }
+        if Set(recorded) != Set(versions) { try state.setOtherVersions(versions, of: item.id) }
         guard before != after else { return }
-        try state.setOtherVersions(versions, of: item.id)
         let url = layout.url(of: item.path)
         for version in versions where before[version.id] == nil && version.isConflict && !version.isResolved {
             hub.send(.versionGained(item.id, item.path, version))

@@ -27,7 +27,8 @@ public struct ServiceClient: Sendable {
     /// - Parameters:
     ///   - baseURL: The service's address.
     ///   - token: The device's bearer token, if signed in.
-    ///   - httpClient: The HTTP client to send with (default: ``failFastHTTPClient``).
+    ///   - httpClient: The HTTP client to send with (default: the shared one, which keeps trying to connect until the
+    ///     request's deadline; ``failFastHTTPClient`` reads an unreachable service as offline at once).
     ///   - timeout: How long one request may take (default 60 s).
     public init(
         baseURL: String, token: String? = nil, httpClient: HTTPClient = .shared, timeout: TimeAmount = .seconds(60)

@@ -75,7 +75,7 @@ extension LocalStateStore {
     }
 
     /// Applies one operation to `state`; returns whether it changes anything (and is to be sent).
-    private static func apply(_ operation: VersionOperation, to state: inout LocalVersionState, at path: ItemPath)
+    static func apply(_ operation: VersionOperation, to state: inout LocalVersionState, at path: ItemPath)
         throws -> Bool
     {
         switch operation {
@@ -164,6 +164,26 @@ extension LocalStateStore {
                     replacedKey(of: state.item.id),
                     String(decoding: try JSONEncoder().encode(state.replaced), as: UTF8.self),
                 ])
+        }
+    }
+}
+
+extension LocalStateStore {
+    /// `versions` (an item's other versions as the service just sent them) with the changes made on this device and
+    /// not yet sent applied over them — what reads of the item's versions will show once they are recorded.
+    func applyingQueuedOperations(to versions: [VersionRecord], of item: LocalItem) throws -> [VersionRecord] {
+        try pool.read { db in
+            var state = LocalVersionState(item: item, others: versions, replaced: [])
+            for text in try String.fetchAll(
+                db, sql: "SELECT operation FROM outbox WHERE item_id = ? ORDER BY sequence",
+                arguments: [item.id.string])
+            {
+                guard let operation = try? JSONDecoder().decode(VersionOperation.self, from: Data(text.utf8)) else {
+                    continue
+                }
+                _ = try? Self.apply(operation, to: &state, at: item.path)
+            }
+            return state.others
         }
     }
 }

@@ -81,7 +81,10 @@ final class ContainerSession: Sendable {
         let milliseconds =
             configuration.requestTimeout.components.seconds * 1000
             + configuration.requestTimeout.components.attoseconds / 1_000_000_000_000_000
-        let client = ServiceClient(baseURL: profile.server, token: profile.token, timeout: .milliseconds(milliseconds))
+        // An unreachable service reads as offline at once (a document's download fails, rounds back off).
+        let client = ServiceClient(
+            baseURL: profile.server, token: profile.token, httpClient: ServiceClient.failFastHTTPClient,
+            timeout: .milliseconds(milliseconds))
         let sync = try ContainerSync(
             layout: layout, client: client,
             device: profile.device, configuration: configuration.sync, logger: configuration.logger)
