@@ -74,6 +74,9 @@ public final class Ubiquity: Sendable {
         }
     }
 
+    /// Whether ``shutdown()`` was called.
+    var isShutDown: Bool { state.withLock { $0.closed } }
+
     /// The configuration.
     public var configuration: UbiquityConfiguration { state.withLock { $0.configuration } }
 
