@@ -55,6 +55,8 @@ struct Benchmark: Sendable {
         Benchmark(name: SyncDeltaBenchmark.name) { try await SyncDeltaBenchmark.run(in: $0) },
         Benchmark(name: SyncInitialBenchmark.name) { try await SyncInitialBenchmark.run(in: $0) },
         Benchmark(name: SyncMemoryBenchmark.name) { try await SyncMemoryBenchmark.run(in: $0) },
+        Benchmark(name: QueryBenchmark.name) { try await QueryBenchmark.run(in: $0) },
+        Benchmark(name: KeyValueBenchmark.name) { try await KeyValueBenchmark.run(in: $0) },
     ]
 
     /// Runs the benchmark in a scratch directory under `parent`, which is removed afterwards whatever happens.
