@@ -19,8 +19,14 @@ struct GroceryFlowTests {
             mine.name = "Milk"
             #expect(await mine.save(to: mine.fileURL, for: .forCreating))
 
-            // The desktop hears of it as a placeholder: known, not downloaded, no file.
-            let theirs = desktop.documents.appendingPathComponent(name)
+            // The desktop's query for items finds it as a placeholder: known, not downloaded, no file.
+            let query = MetadataQuery(ubiquity: desktop.ubiquity)
+            query.predicate = #Predicate<MetadataItem> { $0.fileName.starts(with: "Item_") }
+            query.start()
+            #expect(await eventually { query.results.contains { $0.fileName == name } })
+            let found = try #require(query.results.first { $0.fileName == name })
+            #expect(found.downloadingStatus == .notDownloaded)
+            let theirs = try #require(found.value(forAttribute: NSMetadataItemURLKey) as? URL)
             #expect(await eventually { (try? theirs.ubiquitousResourceValues())?.downloadingStatus == .notDownloaded })
             #expect(!FileManager.default.fileExists(atPath: theirs.path))
             #expect(FileManager.default.isUbiquitousItem(at: theirs))
@@ -40,6 +46,7 @@ struct GroceryFlowTests {
                 current,
                 "mirror: \(String(describing: try? theirs.ubiquitousResourceValues())); engine: \(String(describing: asked))"
             )
+            #expect(await eventually { query.results.first { $0.fileName == name }?.downloadingStatus == .current })
             #expect(states.contains { $0.contains(.progressAvailable) })
             #expect(!opened.documentState.contains(.progressAvailable))
             watcher.cancel()
@@ -52,6 +59,7 @@ struct GroceryFlowTests {
             #expect(mine.documentState == .normal)
             _ = await opened.close()
             _ = await mine.close()
+            query.stop()
         }
     }
 

@@ -28,13 +28,18 @@ public final class UbiquitousKeyValueStore: Sendable {
         /// Keys written here whose write the engine has not taken yet: refreshes from the engine leave them alone.
         var pending: [String: Int] = [:]
         var lastError: ProtocolError?
+        /// Writes not yet handed to the engine, merged (the later write of a key replaces the earlier), and how many
+        /// writes of each key they hold.
+        var outgoing: [String: PropertyListValue?] = [:]
+        var outgoingCounts: [String: Int] = [:]
         /// The account whose values these are.
         var identity: UbiquityIdentityToken?
     }
 
-    /// A write on its way to the engine; `nil` values are removals. A barrier only tells its waiter it was reached.
+    /// What the writer is told: writes are waiting in ``State/outgoing`` (the writer sends them all as one batch,
+    /// so a burst of writes costs one engine call), or a barrier to release once every earlier write went out.
     enum Write: Sendable {
-        case values([String: PropertyListValue?])
+        case wake
         case barrier(CheckedContinuation<Void, Never>)
     }
 
@@ -121,8 +126,10 @@ public final class UbiquitousKeyValueStore: Sendable {
             for (key, value) in batch {
                 state.values[key] = value
                 state.pending[key, default: 0] += 1
+                state.outgoing[key] = .some(value)
+                state.outgoingCounts[key, default: 0] += 1
             }
-            writes.yield(.values(batch))
+            writes.yield(.wake)
             return nil
         }
         guard let refusal else { return }
@@ -150,9 +157,10 @@ public final class UbiquitousKeyValueStore: Sendable {
             for await write in stream {
                 switch write {
                 case .barrier(let waiter): waiter.resume()
-                case .values(let batch):
+                case .wake:
+                    guard let (batch, counts) = self?.takeOutgoing(), !batch.isEmpty else { continue }
                     await Self.send(batch, ubiquity: ubiquity, container: containerIdentifier, logger: logger)
-                    self?.settle(Array(batch.keys))
+                    self?.settle(counts)
                 }
             }
         }
@@ -170,11 +178,22 @@ public final class UbiquitousKeyValueStore: Sendable {
         tasks.withLock { $0 = [writer, listener, switcher] }
     }
 
-    /// Marks `keys` as taken by the engine.
-    private func settle(_ keys: [String]) {
+    /// The writes waiting for the engine, as one batch, and how many writes of each key it holds.
+    private func takeOutgoing() -> ([String: PropertyListValue?], [String: Int]) {
         state.withLock { state in
-            for key in keys {
-                let left = (state.pending[key] ?? 1) - 1
+            defer {
+                state.outgoing = [:]
+                state.outgoingCounts = [:]
+            }
+            return (state.outgoing, state.outgoingCounts)
+        }
+    }
+
+    /// Marks writes as taken by the engine.
+    private func settle(_ counts: [String: Int]) {
+        state.withLock { state in
+            for (key, count) in counts {
+                let left = (state.pending[key] ?? count) - count
                 state.pending[key] = left > 0 ? left : nil
             }
         }
