@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -13,6 +14,8 @@ public final class UbiquityProcess: @unchecked Sendable {
     // @unchecked Sendable: `process` is set up in init and afterwards only asked about its state or signalled, which
     // Foundation's `Process` allows from any thread; `log` never changes.
     private let process = Process()
+    /// Held while a child is launched.
+    private static let launches = Mutex(())
     /// Where the child's standard output and error go.
     public let log: URL
 
@@ -30,7 +33,9 @@ public final class UbiquityProcess: @unchecked Sendable {
         process.standardError = output
         let stdin = Pipe()
         process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-        try process.run()
+        // Foundation's Process.run() has crashed (memcpy in run) when several threads launched children at once:
+        // launches from this type go one at a time.
+        try Self.launches.withLock { _ in try process.run() }
         try output.close()
         if let input {
             stdin.fileHandleForWriting.write(Data(input.utf8))
