@@ -40,18 +40,13 @@ struct GroceryFlowTests {
             }
             try await opened.openDocument()
             #expect(opened.name == "Milk")
-            // Downloaded: no longer a placeholder. (Under heavy load the engine has been seen to leave the item
-            // "downloaded" rather than "current" for a while; that race is the engine's, tracked apart.)
-            let current = await eventually {
-                (try? theirs.ubiquitousResourceValues())?.downloadingStatus != .notDownloaded
-            }
+            let current = await eventually { (try? theirs.ubiquitousResourceValues())?.downloadingStatus == .current }
             let asked = try? await FileManager.default.ubiquitousResourceValues(at: theirs)
             #expect(
                 current,
                 "mirror: \(String(describing: try? theirs.ubiquitousResourceValues())); engine: \(String(describing: asked))"
             )
-            #expect(
-                await eventually { query.results.first { $0.fileName == name }?.downloadingStatus != .notDownloaded })
+            #expect(await eventually { query.results.first { $0.fileName == name }?.downloadingStatus == .current })
             #expect(states.contains { $0.contains(.progressAvailable) })
             #expect(!opened.documentState.contains(.progressAvailable))
             watcher.cancel()

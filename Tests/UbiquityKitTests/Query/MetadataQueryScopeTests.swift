@@ -22,8 +22,8 @@ struct MetadataQueryScopeTests {
             try Data(count: 20).write(to: data.appendingPathComponent("Cache.bin"))
             let theirs = desktop.folder.appendingPathComponent("Library/Caches/Cache.bin")
             let theirWeek = desktop.documents.appendingPathComponent("Lists/Week.json")
-            #expect(await eventually { FileManager.default.fileExists(atPath: theirs.path) })
-            #expect(await eventually { FileManager.default.fileExists(atPath: theirWeek.path) })
+            #expect(await eventually { (try? theirs.ubiquitousResourceValues())?.downloadingStatus == .current })
+            #expect(await eventually { (try? theirWeek.ubiquitousResourceValues())?.downloadingStatus == .current })
 
             let everything = MetadataQuery(ubiquity: desktop.ubiquity)
             everything.searchScopes = [.ubiquitousDocuments, .ubiquitousData]
