@@ -1,10 +1,63 @@
 import Foundation
+import Logging
 import SyncEngine
 import UbiquityProtocol
 
 extension KeyValueReplica {
     typealias Change = UbiquitousKeyValueStore.Change
     typealias ChangeReason = UbiquitousKeyValueStore.ChangeReason
+
+    /// How the engine answered a batch.
+    enum Delivery: Sendable {
+        /// The engine took it.
+        case taken
+        /// The engine refused it whole (its own check of the limits), through `session`, for account `identity`.
+        case refused(KeyValueStoreError?, ContainerSession, UbiquityIdentityToken?)
+        /// Nothing of it went to the engine: made for an account no longer signed in, or UbiquityKit shut down.
+        case dropped
+    }
+
+    /// Hands a batch to the engine of the container, for the account signed in now (writes made for another account
+    /// are dropped), waiting while the engine cannot be reached; `stalled` hears whether it is waiting.
+    static func deliver(
+        _ batch: [String: Outgoing], ubiquity: Ubiquity, container identifier: String?, logger: Logger,
+        stalled: @Sendable (Bool) -> Void
+    ) async -> Delivery {
+        defer { stalled(false) }
+        let identity = ubiquity.identityToken
+        let mine = batch.filter { identity != nil && $0.value.identity == identity }
+        if mine.count < batch.count {
+            let keys = batch.keys.filter { mine[$0] == nil }.sorted()
+            logger.notice(
+                "key-value writes made for an account no longer signed in were dropped", metadata: ["keys": "\(keys)"])
+        }
+        guard !mine.isEmpty else { return .dropped }
+        let puts = mine.compactMapValues(\.value)
+        let removes = Set(mine.filter { $0.value.value == nil }.keys)
+        var wait = Duration.milliseconds(50)
+        while !Task.isCancelled, !ubiquity.isShutDown, ubiquity.identityToken == identity,
+            let container = ubiquity.container(identifier)
+        {
+            if ubiquity.openedSession(for: container) == nil { stalled(true) }
+            do {
+                let session = try await ubiquity.session(for: container)
+                guard ubiquity.identityToken == identity else { break }
+                do {
+                    try await session.connection.setKeyValues(puts, removing: removes)
+                    return .taken
+                } catch let error as ProtocolError where error.code != .engineUnavailable {
+                    logger.warning("the engine refused a key-value write", metadata: ["error": "\(error)"])
+                    return .refused(KeyValueStoreError(error), session, identity)
+                }
+            } catch {
+                // The engine is starting, or another process's engine is restarting.
+                stalled(true)
+                try? await Task.sleep(for: wait)
+                wait = min(wait * 2, .seconds(1))
+            }
+        }
+        return .dropped
+    }
 
     /// Follows the engine's key-value events for as long as the replica lives, opening the container again after
     /// an account change or a lost engine.

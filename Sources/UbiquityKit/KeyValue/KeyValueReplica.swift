@@ -63,7 +63,7 @@ final class KeyValueReplica: Sendable {
     let broadcast = EventBroadcast<UbiquitousKeyValueStore.Change>()
     let limits = KeyValueLimits.apple
     let logger: Logger
-    let signals: AsyncStream<Signal>.Continuation
+    private let signals: AsyncStream<Signal>.Continuation
     private let tasks = Mutex<[Task<Void, Never>]>([])
     private let hooks = Mutex<(observer: (any NSObjectProtocol)?, closingWork: UUID?)>((nil, nil))
 
@@ -166,6 +166,27 @@ final class KeyValueReplica: Sendable {
         }
     }
 
+    /// Returns once every write made before the call was answered by the engine (or dropped: signed out, another
+    /// account signed in, UbiquityKit shut down).
+    func synchronized() async {
+        await withCheckedContinuation { waiter in
+            if case .terminated = signals.yield(.barrier(waiter)) { waiter.resume() }
+        }
+    }
+
+    /// Returns once the writer has handed the engine every write made so far, or is waiting for an engine it
+    /// cannot reach; run before an account change or shutdown closes the containers.
+    func flush() async {
+        await withCheckedContinuation { waiter in
+            let idle = state.withLock { state in
+                if (state.outgoing.isEmpty && !state.sending) || state.stalled { return true }
+                state.flushing.append(waiter)
+                return false
+            }
+            if idle { waiter.resume() }
+        }
+    }
+
     /// Tells the stores' observers and listeners of a change.
     func announce(_ change: UbiquitousKeyValueStore.Change) {
         broadcast.send(change)
@@ -202,6 +223,44 @@ final class KeyValueReplica: Sendable {
         hooks.withLock { $0 = (observer, closingWork) }
     }
 
+    /// Hands the queued writes to the engine as one batch, then marks them answered.
+    private func sendOutgoing() async {
+        let taken = state.withLock { state -> ([String: Outgoing], UInt64)? in
+            guard !state.outgoing.isEmpty else { return nil }
+            defer { state.outgoing = [:] }
+            state.sending = true
+            return (state.outgoing, state.sequence)
+        }
+        guard let (batch, through) = taken else { return }
+        let delivery = await Self.deliver(
+            batch, ubiquity: ubiquity, container: containerIdentifier, logger: logger,
+            stalled: { [weak self] stalled in self?.markStalled(stalled) })
+        let waiters = state.withLock { state in
+            state.delivered = max(state.delivered, through)
+            state.written = state.written.filter { $0.value.sequence > state.delivered }
+            state.sending = false
+            guard state.outgoing.isEmpty else { return [CheckedContinuation<Void, Never>]() }
+            defer { state.flushing = [] }
+            return state.flushing
+        }
+        for waiter in waiters { waiter.resume() }
+        if case .refused(let error, let session, let identity) = delivery {
+            // The engine's own limits check refused what this store took: the keys take the engine's values again
+            // (the engine tells of the quota violation itself).
+            if let error { state.withLock { $0.lastError = error } }
+            await refresh(from: session, of: identity, keys: nil, reason: nil)
+        }
+    }
+
+    private func markStalled(_ stalled: Bool) {
+        let waiters = state.withLock { state in
+            state.stalled = stalled
+            guard stalled else { return [CheckedContinuation<Void, Never>]() }
+            defer { state.flushing = [] }
+            return state.flushing
+        }
+        for waiter in waiters { waiter.resume() }
+    }
 }
 
 /// A weak reference to a replica, for the tasks and observers it owns.
