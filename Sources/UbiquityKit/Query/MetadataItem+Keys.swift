@@ -1,42 +1,41 @@
 extension MetadataItem {
-    /// The key of ``fileName`` (`kMDItemFSName`).
+    /// The file name (`kMDItemFSName`).
     public static let fsNameKey = "kMDItemFSName"
-    /// The key of ``displayName`` (`kMDItemDisplayName`).
+    /// The display name (`kMDItemDisplayName`).
     public static let displayNameKey = "kMDItemDisplayName"
-    /// The key of ``path`` (`kMDItemPath`).
+    /// The full path (`kMDItemPath`).
     public static let pathKey = "kMDItemPath"
-    /// The key of ``url`` (`kMDItemURL`).
+    /// The URL (`kMDItemURL`).
     public static let urlKey = "kMDItemURL"
-    /// The key of ``fileSize`` (`kMDItemFSSize`).
+    /// The size in bytes (`kMDItemFSSize`).
     public static let fsSizeKey = "kMDItemFSSize"
-    /// The key of ``contentChangeDate`` (`kMDItemFSContentChangeDate`).
+    /// The content change date (`kMDItemFSContentChangeDate`).
     public static let fsContentChangeDateKey = "kMDItemFSContentChangeDate"
-    /// The key of ``creationDate`` (`kMDItemFSCreationDate`).
+    /// The creation date (`kMDItemFSCreationDate`).
     public static let fsCreationDateKey = "kMDItemFSCreationDate"
-    /// The key of ``contentType`` (`kMDItemContentType`).
+    /// The content type (`kMDItemContentType`).
     public static let contentTypeKey = "kMDItemContentType"
-    /// The key of ``isUbiquitous`` (`NSMetadataItemIsUbiquitousKey`).
+    /// Whether the item is ubiquitous.
     public static let isUbiquitousKey = "NSMetadataItemIsUbiquitousKey"
-    /// The key of ``downloadingStatus`` (`NSMetadataUbiquitousItemDownloadingStatusKey`).
+    /// The downloading status.
     public static let downloadingStatusKey = "NSMetadataUbiquitousItemDownloadingStatusKey"
-    /// The key of ``isDownloading`` (`NSMetadataUbiquitousItemIsDownloadingKey`).
+    /// Whether it is downloading.
     public static let isDownloadingKey = "NSMetadataUbiquitousItemIsDownloadingKey"
-    /// The key of ``percentDownloaded`` (`NSMetadataUbiquitousItemPercentDownloadedKey`).
+    /// The percent downloaded.
     public static let percentDownloadedKey = "NSMetadataUbiquitousItemPercentDownloadedKey"
-    /// The key of ``isUploaded`` (`NSMetadataUbiquitousItemIsUploadedKey`).
+    /// Whether it is uploaded.
     public static let isUploadedKey = "NSMetadataUbiquitousItemIsUploadedKey"
-    /// The key of ``isUploading`` (`NSMetadataUbiquitousItemIsUploadingKey`).
+    /// Whether it is uploading.
     public static let isUploadingKey = "NSMetadataUbiquitousItemIsUploadingKey"
-    /// The key of ``percentUploaded`` (`NSMetadataUbiquitousItemPercentUploadedKey`).
+    /// The percent uploaded.
     public static let percentUploadedKey = "NSMetadataUbiquitousItemPercentUploadedKey"
-    /// The key of ``hasUnresolvedConflicts`` (`NSMetadataUbiquitousItemHasUnresolvedConflictsKey`).
+    /// Whether it has unresolved conflicts.
     public static let hasUnresolvedConflictsKey = "NSMetadataUbiquitousItemHasUnresolvedConflictsKey"
-    /// The key of ``downloadingError`` (`NSMetadataUbiquitousItemDownloadingErrorKey`).
+    /// The downloading error.
     public static let downloadingErrorKey = "NSMetadataUbiquitousItemDownloadingErrorKey"
-    /// The key of ``uploadingError`` (`NSMetadataUbiquitousItemUploadingErrorKey`).
+    /// The uploading error.
     public static let uploadingErrorKey = "NSMetadataUbiquitousItemUploadingErrorKey"
 
-    /// Every key an item answers, in the order of ``attributes``.
     static let attributeKeys = [
         fsNameKey, displayNameKey, pathKey, urlKey, fsSizeKey, fsContentChangeDateKey, fsCreationDateKey,
         contentTypeKey, isUbiquitousKey, downloadingStatusKey, isDownloadingKey, percentDownloadedKey, isUploadedKey,
@@ -80,10 +79,10 @@ public let NSMetadataUbiquitousItemHasUnresolvedConflictsKey = MetadataItem.hasU
 public let NSMetadataUbiquitousItemDownloadingErrorKey = MetadataItem.downloadingErrorKey
 /// Apple's name of ``MetadataItem/uploadingErrorKey``.
 public let NSMetadataUbiquitousItemUploadingErrorKey = MetadataItem.uploadingErrorKey
-/// Apple's downloading status of a placeholder: only the metadata is here.
+/// The downloading status of a placeholder.
 public let NSMetadataUbiquitousItemDownloadingStatusNotDownloaded =
     "NSMetadataUbiquitousItemDownloadingStatusNotDownloaded"
-/// Apple's downloading status of a local copy that is not the latest version.
+/// The downloading status of an out-of-date local copy.
 public let NSMetadataUbiquitousItemDownloadingStatusDownloaded = "NSMetadataUbiquitousItemDownloadingStatusDownloaded"
-/// Apple's downloading status of a local copy that is the latest version.
+/// The downloading status of a current local copy.
 public let NSMetadataUbiquitousItemDownloadingStatusCurrent = "NSMetadataUbiquitousItemDownloadingStatusCurrent"
