@@ -25,8 +25,6 @@ public final class Ubiquity: Sendable {
     private let state: Mutex<State>
     private let identityBroadcast = EventBroadcast<UbiquityIdentityToken?>()
     private let contentProvider: UbiquityContentProvider
-    /// Work to finish while the containers are still open, before an account change or shutdown closes them.
-    private let closingWork = Mutex<[UUID: @Sendable () async -> Void]>([:])
 
     private static let instances = Mutex<[Ubiquity]>([])
     private static let current = Mutex<Ubiquity?>(nil)
@@ -104,7 +102,6 @@ public final class Ubiquity: Sendable {
     }
 
     private func changeAccount(to profile: DeviceProfile?) async {
-        await finishClosingWork()
         let before = identityToken
         let sessions = state.withLock { state in
             defer {
@@ -129,23 +126,6 @@ public final class Ubiquity: Sendable {
     public func containerURL(forIdentifier identifier: String?) async throws -> URL? {
         guard let container = container(identifier), configuration.profile != nil else { return nil }
         return try await session(for: container).layout.folder
-    }
-
-    /// Runs `work` each time before an account change or shutdown closes the containers (a key-value store hands
-    /// the engine its writes then), until ``removeClosingWork(_:)``.
-    func addClosingWork(_ work: @escaping @Sendable () async -> Void) -> UUID {
-        let id = UUID()
-        closingWork.withLock { $0[id] = work }
-        return id
-    }
-
-    /// Stops running the work ``addClosingWork(_:)`` added.
-    func removeClosingWork(_ id: UUID) {
-        _ = closingWork.withLock { $0.removeValue(forKey: id) }
-    }
-
-    private func finishClosingWork() async {
-        for work in closingWork.withLock({ Array($0.values) }) { await work() }
     }
 
     /// The container `identifier` names among the app's (`nil`: the first).
@@ -220,7 +200,6 @@ public final class Ubiquity: Sendable {
 
     /// Closes every container (stopping embedded engines) and stops answering; for the end of a test or an app.
     public func shutdown() async {
-        await finishClosingWork()
         let sessions = state.withLock { state in
             defer {
                 state.sessions = [:]

@@ -2,9 +2,8 @@ import Foundation
 import UbiquityProtocol
 
 /// Apple's accessors. A setter whose write is refused (a value that is not a property list, a key that is empty or
-/// over 64 UTF-8 bytes, a write over the store's limits) changes nothing and does not trap: the reason is in
-/// ``UbiquitousKeyValueStore/lastError`` and the log, and a write over the key-count or size limit is told as a
-/// ``UbiquitousKeyValueStore/ChangeReason/quotaViolationChange``.
+/// over 64 bytes, a write over the store's limits) changes nothing and does not trap: the reason is in
+/// ``UbiquitousKeyValueStore/lastError`` and the log, and a write over the limits is told as a quota violation.
 extension UbiquitousKeyValueStore {
     /// The value of `key` as a Foundation object (`String`, `Int64`, `Double`, `Bool`, `Date`, `Data`, arrays and
     /// dictionaries of those); `nil` when there is none.
@@ -14,30 +13,33 @@ extension UbiquitousKeyValueStore {
     public func set(_ value: Any?, forKey key: String) {
         guard let value else { return removeObject(forKey: key) }
         guard let converted = PropertyListValue(foundation: value) else {
-            let error = KeyValueStoreError(
-                .notPropertyList, "the value for \"\(key.prefix(80))\" is not a property list (\(type(of: value)))")
-            return replica.refuse(error, keys: [key])
+            let error = ProtocolError(
+                .invalidPropertyListValue,
+                "the value for \"\(key.prefix(80))\" is not a property list (\(type(of: value)))")
+            state.withLock { $0.lastError = error }
+            logger.warning("a key-value write was refused", metadata: ["error": "\(error)"])
+            return
         }
-        try? replica.write([key: converted])
+        try? write([key: converted])
     }
 
     /// Writes a string (`nil` removes the key).
-    public func set(_ value: String?, forKey key: String) { try? replica.write([key: value.map { .string($0) }]) }
+    public func set(_ value: String?, forKey key: String) { try? write([key: value.map { .string($0) }]) }
     /// Writes bytes (`nil` removes the key).
-    public func set(_ value: Data?, forKey key: String) { try? replica.write([key: value.map { .data($0) }]) }
+    public func set(_ value: Data?, forKey key: String) { try? write([key: value.map { .data($0) }]) }
     /// Writes an array of property-list objects (`nil` removes the key).
     public func set(_ value: [Any]?, forKey key: String) { set(value as Any?, forKey: key) }
     /// Writes a dictionary of property-list objects (`nil` removes the key).
     public func set(_ value: [String: Any]?, forKey key: String) { set(value as Any?, forKey: key) }
     /// Writes a 64-bit integer (Apple's `set(_:forKey:)` for `long long`).
-    public func set(_ value: Int64, forKey key: String) { try? replica.write([key: .integer(value)]) }
+    public func set(_ value: Int64, forKey key: String) { try? write([key: .integer(value)]) }
     /// Writes a double.
-    public func set(_ value: Double, forKey key: String) { try? replica.write([key: .double(value)]) }
+    public func set(_ value: Double, forKey key: String) { try? write([key: .double(value)]) }
     /// Writes a Boolean.
-    public func set(_ value: Bool, forKey key: String) { try? replica.write([key: .bool(value)]) }
+    public func set(_ value: Bool, forKey key: String) { try? write([key: .bool(value)]) }
 
     /// Removes `key`.
-    public func removeObject(forKey key: String) { try? replica.write([key: nil]) }
+    public func removeObject(forKey key: String) { try? write([key: nil]) }
 
     /// The string under `key`, or `nil`.
     public func string(forKey key: String) -> String? {

@@ -51,11 +51,14 @@ extension UbiquitousKeyValueStore {
 
     /// Every external change from now on, as ``didChangeExternallyNotification`` tells them, for as long as the
     /// stream is iterated.
-    ///
-    /// ```swift
-    /// for await change in store.changes() where change.reason == .serverChange {
-    ///     reload(change.keys)
-    /// }
-    /// ```
-    public func changes() -> AsyncStream<Change> { replica.broadcast.stream() }
+    public func changes() -> AsyncStream<Change> { broadcast.stream() }
+
+    /// Tells listeners and observers of a change.
+    func announce(_ change: Change) {
+        guard !change.keys.isEmpty || change.reason == .accountChange else { return }
+        broadcast.send(change)
+        NotificationCenter.default.post(
+            name: Self.didChangeExternallyNotification, object: self,
+            userInfo: [Self.changeReasonKey: change.reason.rawValue, Self.changedKeysKey: change.keys])
+    }
 }
