@@ -1,41 +1,42 @@
 extension MetadataItem {
-    /// The file name (`kMDItemFSName`).
+    /// The key of ``fileName`` (`kMDItemFSName`).
     public static let fsNameKey = "kMDItemFSName"
-    /// The display name (`kMDItemDisplayName`).
+    /// The key of ``displayName`` (`kMDItemDisplayName`).
     public static let displayNameKey = "kMDItemDisplayName"
-    /// The full path (`kMDItemPath`).
+    /// The key of ``path`` (`kMDItemPath`).
     public static let pathKey = "kMDItemPath"
-    /// The URL (`kMDItemURL`).
+    /// The key of ``url`` (`kMDItemURL`).
     public static let urlKey = "kMDItemURL"
-    /// The size in bytes (`kMDItemFSSize`).
+    /// The key of ``fileSize`` (`kMDItemFSSize`).
     public static let fsSizeKey = "kMDItemFSSize"
-    /// The content change date (`kMDItemFSContentChangeDate`).
+    /// The key of ``contentChangeDate`` (`kMDItemFSContentChangeDate`).
     public static let fsContentChangeDateKey = "kMDItemFSContentChangeDate"
-    /// The creation date (`kMDItemFSCreationDate`).
+    /// The key of ``creationDate`` (`kMDItemFSCreationDate`).
     public static let fsCreationDateKey = "kMDItemFSCreationDate"
-    /// The content type (`kMDItemContentType`).
+    /// The key of ``contentType`` (`kMDItemContentType`).
     public static let contentTypeKey = "kMDItemContentType"
-    /// Whether the item is ubiquitous.
+    /// The key of ``isUbiquitous`` (`NSMetadataItemIsUbiquitousKey`).
     public static let isUbiquitousKey = "NSMetadataItemIsUbiquitousKey"
-    /// The downloading status.
+    /// The key of ``downloadingStatus`` (`NSMetadataUbiquitousItemDownloadingStatusKey`).
     public static let downloadingStatusKey = "NSMetadataUbiquitousItemDownloadingStatusKey"
-    /// Whether it is downloading.
+    /// The key of ``isDownloading`` (`NSMetadataUbiquitousItemIsDownloadingKey`).
     public static let isDownloadingKey = "NSMetadataUbiquitousItemIsDownloadingKey"
-    /// The percent downloaded.
+    /// The key of ``percentDownloaded`` (`NSMetadataUbiquitousItemPercentDownloadedKey`).
     public static let percentDownloadedKey = "NSMetadataUbiquitousItemPercentDownloadedKey"
-    /// Whether it is uploaded.
+    /// The key of ``isUploaded`` (`NSMetadataUbiquitousItemIsUploadedKey`).
     public static let isUploadedKey = "NSMetadataUbiquitousItemIsUploadedKey"
-    /// Whether it is uploading.
+    /// The key of ``isUploading`` (`NSMetadataUbiquitousItemIsUploadingKey`).
     public static let isUploadingKey = "NSMetadataUbiquitousItemIsUploadingKey"
-    /// The percent uploaded.
+    /// The key of ``percentUploaded`` (`NSMetadataUbiquitousItemPercentUploadedKey`).
     public static let percentUploadedKey = "NSMetadataUbiquitousItemPercentUploadedKey"
-    /// Whether it has unresolved conflicts.
+    /// The key of ``hasUnresolvedConflicts`` (`NSMetadataUbiquitousItemHasUnresolvedConflictsKey`).
     public static let hasUnresolvedConflictsKey = "NSMetadataUbiquitousItemHasUnresolvedConflictsKey"
-    /// The downloading error.
+    /// The key of ``downloadingError`` (`NSMetadataUbiquitousItemDownloadingErrorKey`).
     public static let downloadingErrorKey = "NSMetadataUbiquitousItemDownloadingErrorKey"
-    /// The uploading error.
+    /// The key of ``uploadingError`` (`NSMetadataUbiquitousItemUploadingErrorKey`).
     public static let uploadingErrorKey = "NSMetadataUbiquitousItemUploadingErrorKey"
 
+    /// Every key an item answers, in the order of ``attributes``.
     static let attributeKeys = [
         fsNameKey, displayNameKey, pathKey, urlKey, fsSizeKey, fsContentChangeDateKey, fsCreationDateKey,
         contentTypeKey, isUbiquitousKey, downloadingStatusKey, isDownloadingKey, percentDownloadedKey, isUploadedKey,
@@ -79,10 +80,10 @@ public let NSMetadataUbiquitousItemHasUnresolvedConflictsKey = MetadataItem.hasU
 public let NSMetadataUbiquitousItemDownloadingErrorKey = MetadataItem.downloadingErrorKey
 /// Apple's name of ``MetadataItem/uploadingErrorKey``.
 public let NSMetadataUbiquitousItemUploadingErrorKey = MetadataItem.uploadingErrorKey
-/// The downloading status of a placeholder.
+/// Apple's downloading status of a placeholder: only the metadata is here.
 public let NSMetadataUbiquitousItemDownloadingStatusNotDownloaded =
     "NSMetadataUbiquitousItemDownloadingStatusNotDownloaded"
-/// The downloading status of an out-of-date local copy.
+/// Apple's downloading status of a local copy that is not the latest version.
 public let NSMetadataUbiquitousItemDownloadingStatusDownloaded = "NSMetadataUbiquitousItemDownloadingStatusDownloaded"
-/// The downloading status of a current local copy.
+/// Apple's downloading status of a local copy that is the latest version.
 public let NSMetadataUbiquitousItemDownloadingStatusCurrent = "NSMetadataUbiquitousItemDownloadingStatusCurrent"

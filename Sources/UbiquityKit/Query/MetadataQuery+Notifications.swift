@@ -1,53 +1,62 @@
 import Foundation
 
 extension MetadataQuery {
-    /// Posted when gathering starts (`NSMetadataQueryDidStartGathering`).
+    /// Posted when gathering starts (`NSMetadataQueryDidStartGathering`); the object is the query.
     public static let didStartGatheringNotification = Notification.Name("NSMetadataQueryDidStartGatheringNotification")
-    /// Posted as gathering goes (`NSMetadataQueryGatheringProgress`).
+    /// Posted as gathering goes (`NSMetadataQueryGatheringProgress`); the object is the query.
     public static let gatheringProgressNotification = Notification.Name("NSMetadataQueryGatheringProgressNotification")
-    /// Posted when the first results are in (`NSMetadataQueryDidFinishGathering`).
+    /// Posted when the first results are in (`NSMetadataQueryDidFinishGathering`); the object is the query, whose
+    /// ``results`` are those results.
     public static let didFinishGatheringNotification = Notification.Name(
         "NSMetadataQueryDidFinishGatheringNotification")
-    /// Posted when results changed after gathering (`NSMetadataQueryDidUpdate`); the user info holds the added,
-    /// changed and removed items under ``addedItemsKey``, ``changedItemsKey`` and ``removedItemsKey``.
+    /// Posted when results changed after gathering (`NSMetadataQueryDidUpdate`); the object is the query, and the
+    /// user info holds the added, changed and removed items (`[MetadataItem]`, each list in result order) under
+    /// ``addedItemsKey``, ``changedItemsKey`` and ``removedItemsKey``.
     public static let didUpdateNotification = Notification.Name("NSMetadataQueryDidUpdateNotification")
-    /// The user-info key of the added items (`[MetadataItem]`).
+    /// The user-info key of the items that became results (`NSMetadataQueryUpdateAddedItemsKey`).
     public static let addedItemsKey = "kMDQueryUpdateAddedItems"
-    /// The user-info key of the changed items (`[MetadataItem]`).
+    /// The user-info key of the results that changed, as they are now (`NSMetadataQueryUpdateChangedItemsKey`).
     public static let changedItemsKey = "kMDQueryUpdateChangedItems"
-    /// The user-info key of the removed items (`[MetadataItem]`).
+    /// The user-info key of the items that are no longer results, as they were (`NSMetadataQueryUpdateRemovedItemsKey`).
     public static let removedItemsKey = "kMDQueryUpdateRemovedItems"
 
-    /// What a query tells, as notifications and as ``MetadataQuery/updates()``.
+    /// What a query tells: the notifications, as ``updates()`` delivers them.
     public enum Event: Sendable {
-        /// Gathering started.
+        /// Gathering started (``didStartGatheringNotification``).
         case didStartGathering
-        /// Gathering found this many results so far.
+        /// Gathering has found this many results so far (``gatheringProgressNotification``).
         case gatheringProgress(Int)
-        /// Gathering is over; these are the results.
+        /// Gathering is over; these are the results, in order (``didFinishGatheringNotification``).
         case didFinishGathering([MetadataItem])
-        /// Results changed.
+        /// Results changed (``didUpdateNotification``); each list is in result order.
         case didUpdate(added: [MetadataItem], changed: [MetadataItem], removed: [MetadataItem])
     }
 
-    /// Tells observers (on ``operationQueue`` when set) and listeners of an event.
+    /// Every event from now on — gathering, progress, updates — in the order, and right after, the notifications
+    /// are posted; the sequence ends when the query stops. A listener that falls more than 8,192 events behind loses
+    /// the oldest.
+    ///
+    /// ```swift
+    /// for await event in query.updates() {
+    ///     if case .didUpdate(let added, _, _) = event { print("new:", added.map(\.fileName)) }
+    /// }
+    /// ```
+    public func updates() -> AsyncStream<Event> { broadcast.stream() }
+
+    /// Posts the notification of `event`, then hands it to ``updates()``'s listeners.
     func tell(_ event: Event) {
-        broadcast.send(event)
-        let (name, info): (Notification.Name, [String: [MetadataItem]]?) =
-            switch event {
-            case .didStartGathering: (Self.didStartGatheringNotification, nil)
-            case .gatheringProgress: (Self.gatheringProgressNotification, nil)
-            case .didFinishGathering: (Self.didFinishGatheringNotification, nil)
-            case .didUpdate(let added, let changed, let removed):
-                (
-                    Self.didUpdateNotification,
-                    [Self.addedItemsKey: added, Self.changedItemsKey: changed, Self.removedItemsKey: removed]
-                )
-            }
-        let post: @Sendable () -> Void = {
-            NotificationCenter.default.post(name: name, object: self, userInfo: info)
+        let name: Notification.Name
+        var info: [String: [MetadataItem]]?
+        switch event {
+        case .didStartGathering: name = Self.didStartGatheringNotification
+        case .gatheringProgress: name = Self.gatheringProgressNotification
+        case .didFinishGathering: name = Self.didFinishGatheringNotification
+        case .didUpdate(let added, let changed, let removed):
+            name = Self.didUpdateNotification
+            info = [Self.addedItemsKey: added, Self.changedItemsKey: changed, Self.removedItemsKey: removed]
         }
-        if let queue = operationQueue { queue.addOperation(post) } else { post() }
+        NotificationCenter.default.post(name: name, object: self, userInfo: info)
+        broadcast.send(event)
     }
 }
 
@@ -65,7 +74,3 @@ public let NSMetadataQueryUpdateAddedItemsKey = MetadataQuery.addedItemsKey
 public let NSMetadataQueryUpdateChangedItemsKey = MetadataQuery.changedItemsKey
 /// Apple's name of ``MetadataQuery/removedItemsKey``.
 public let NSMetadataQueryUpdateRemovedItemsKey = MetadataQuery.removedItemsKey
-/// Apple's name of ``MetadataQuery/SearchScope/ubiquitousDocuments``.
-public let NSMetadataQueryUbiquitousDocumentsScope = MetadataQuery.SearchScope.ubiquitousDocuments
-/// Apple's name of ``MetadataQuery/SearchScope/ubiquitousData``.
-public let NSMetadataQueryUbiquitousDataScope = MetadataQuery.SearchScope.ubiquitousData

@@ -1,88 +1,104 @@
 import Foundation
 import UbiquityProtocol
 
-/// A query's results and how a batch of item changes moves them — the pure part of ``MetadataQuery``, tested
-/// without disks: which items are added, changed and removed, kept in sort order.
+/// A query's results in their order, and what a batch of item changes does to them — the pure part of
+/// ``MetadataQuery``, tested without disks. A result enters, moves or leaves in O(log n) comparisons (plus the
+/// array's move of the results after it); nothing is re-sorted after gathering.
 struct QueryResults: Sendable {
-    /// What a batch did to the results.
+    /// What a batch did to the results, each list in result order.
     struct Update: Sendable {
+        /// Items that became results.
         var added: [MetadataItem] = []
+        /// Results that changed (as they are now).
         var changed: [MetadataItem] = []
+        /// Items that are no longer results (as they were).
         var removed: [MetadataItem] = []
+
+        /// Whether the batch changed nothing.
         var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty }
     }
 
-    /// The order results are kept in; none: the order items arrived in.
-    let sort: [SortDescriptor<MetadataItem>]
+    /// The results' order.
+    let sort: QuerySort
+    /// The results, in order.
     private(set) var ordered: [MetadataItem] = []
-    private var byID: [ItemID: MetadataItem] = [:]
+    private var keys: [QuerySort.Keys] = []
+    private var byID: [ItemID: (item: MetadataItem, keys: QuerySort.Keys)] = [:]
 
-    init(sort: [SortDescriptor<MetadataItem>]) { self.sort = sort }
+    /// No results yet, to be kept in `sort`'s order.
+    init(sort: QuerySort = QuerySort()) { self.sort = sort }
 
-    /// Replaces the results with `items` (those matching the query), sorted.
-    mutating func gather(_ items: [MetadataItem]) {
-        byID = Dictionary(items.map { ($0.itemID, $0) }) { _, last in last }
-        ordered = sort.isEmpty ? Array(byID.values).sorted { $0.path < $1.path } : byID.values.sorted(using: sort)
+    /// How many results there are.
+    var count: Int { ordered.count }
+
+    /// Whether an item with `id` is a result.
+    func contains(_ id: ItemID) -> Bool { byID[id] != nil }
+
+    /// The result with `id`, if any.
+    func result(withID id: ItemID) -> MetadataItem? { byID[id]?.item }
+
+    /// The ids of the results from `container`.
+    func ids(inContainer container: String) -> [ItemID] {
+        byID.values.lazy.filter { $0.item.containerIdentifier == container }.map(\.item.id)
     }
 
-    /// Applies a batch: for each item, what it is now when it matches the query, `nil` when it is gone or no
-    /// longer matches.
+    /// Replaces the results with `items` (those matching the query), sorted; an id given twice keeps its last item.
+    mutating func gather(_ items: [MetadataItem]) {
+        byID = [:]
+        byID.reserveCapacity(items.count)
+        for item in items { byID[item.id] = (item, sort.keys(of: item)) }
+        let entries = byID.values.sorted { sort.precedes($0.item, $0.keys, $1.item, $1.keys) }
+        ordered = entries.map(\.item)
+        keys = entries.map(\.keys)
+    }
+
+    /// Applies a batch: for each item, what it is now when it is a result of the query, `nil` when it is gone or no
+    /// longer matches. An item that is as it was is not told.
     mutating func apply(_ batch: [ItemID: MetadataItem?]) -> Update {
-        var update = Update()
-        var leaving = Set<ItemID>()
-        var arriving: [MetadataItem] = []
+        var added: [(MetadataItem, QuerySort.Keys)] = []
+        var changed: [(MetadataItem, QuerySort.Keys)] = []
+        var removed: [(MetadataItem, QuerySort.Keys)] = []
         for (id, now) in batch {
             let before = byID[id]
-            switch (before, now) {
-            case (nil, nil): continue
-            case (let before?, nil):
-                update.removed.append(before)
-                leaving.insert(id)
+            if let before, let now, before.item.isSame(as: now) { continue }
+            if let before {
+                let index = position(of: before.item, before.keys)
+                ordered.remove(at: index)
+                keys.remove(at: index)
                 byID[id] = nil
-            case (nil, let now?):
-                update.added.append(now)
-                arriving.append(now)
-                byID[id] = now
-            case (let before?, let now?):
-                guard !before.isSame(as: now) else { continue }
-                update.changed.append(now)
-                leaving.insert(id)
-                arriving.append(now)
-                byID[id] = now
+                if now == nil { removed.append(before) }
+            }
+            if let now {
+                let nowKeys = sort.keys(of: now)
+                let index = position(of: now, nowKeys)
+                ordered.insert(now, at: index)
+                keys.insert(nowKeys, at: index)
+                byID[id] = (now, nowKeys)
+                if before == nil { added.append((now, nowKeys)) } else { changed.append((now, nowKeys)) }
             }
         }
-        if !leaving.isEmpty { ordered.removeAll { leaving.contains($0.itemID) } }
-        for item in arriving { ordered.insert(item, at: insertionIndex(of: item)) }
-        return update
+        let sort = sort
+        let inOrder = { (entries: [(MetadataItem, QuerySort.Keys)]) in
+            entries.sorted { sort.precedes($0.0, $0.1, $1.0, $1.1) }.map(\.0)
+        }
+        return Update(added: inOrder(added), changed: inOrder(changed), removed: inOrder(removed))
     }
 
-    /// The position of the item with `id`, if it is a result.
+    /// The position of the result with `id`, if it is one.
     func index(of id: ItemID) -> Int? {
-        guard let item = byID[id] else { return nil }
-        let start = insertionIndex(of: item)
-        if start < ordered.count, ordered[start].itemID == id { return start }
-        return ordered.firstIndex { $0.itemID == id }
+        guard let entry = byID[id] else { return nil }
+        return position(of: entry.item, entry.keys)
     }
 
-    /// Where `item` goes in ``ordered`` (by the sort, else by path), found by binary search.
-    private func insertionIndex(of item: MetadataItem) -> Int {
+    /// Where `item` is, or would go, in ``ordered``: the first result that does not precede it (binary search; the
+    /// order is total, so a result is found at its own position).
+    private func position(of item: MetadataItem, _ itemKeys: QuerySort.Keys) -> Int {
         var low = 0
         var high = ordered.count
         while low < high {
             let middle = (low + high) / 2
-            if precedes(ordered[middle], item) { low = middle + 1 } else { high = middle }
+            if sort.precedes(ordered[middle], keys[middle], item, itemKeys) { low = middle + 1 } else { high = middle }
         }
         return low
-    }
-
-    private func precedes(_ first: MetadataItem, _ second: MetadataItem) -> Bool {
-        for descriptor in sort {
-            switch descriptor.compare(first, second) {
-            case .orderedAscending: return true
-            case .orderedDescending: return false
-            case .orderedSame: continue
-            }
-        }
-        return sort.isEmpty ? first.path < second.path : false
     }
 }
