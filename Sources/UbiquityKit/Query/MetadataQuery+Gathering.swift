@@ -3,7 +3,8 @@ import SyncEngine
 import UbiquityProtocol
 
 extension MetadataQuery {
-    /// How many engine records are turned into results between two gathering-progress notifications.
+    /// How many engine records one gathering task turns into results (and how many between two
+    /// gathering-progress notifications).
     static let gatheringChunk = 16_384
 
     /// One run of the query: every container's session opened, the results gathered from what the engines know,
@@ -46,24 +47,31 @@ extension MetadataQuery {
         }
     }
 
-    /// Turns what the engines know into the first results, telling progress on the way; `false` when the run is over.
+    /// Turns what the engines know into the first results — in chunks, side by side, each sorted, then merged —
+    /// telling progress as chunks finish; `false` when the run is over.
     private static func gather(
         _ query: WeakQuery, from sessions: [ContainerSession], spec: QuerySpec, generation: Int
     ) async -> Bool {
-        var gathered: [MetadataItem] = []
-        for session in sessions {
-            let records = session.items()
-            var start = records.startIndex
-            while start < records.endIndex {
-                let end = min(start + gatheringChunk, records.endIndex)
-                gathered += spec.results(of: records[start..<end], in: session)
-                start = end
-                guard !Task.isCancelled, let query = query.query else { return false }
-                query.post(.event(.gatheringProgress(gathered.count), generation: generation))
-                await Task.yield()
+        let runs = await withTaskGroup(of: [QuerySort.Entry].self) { group -> [[QuerySort.Entry]]? in
+            for session in sessions {
+                let records = session.items()
+                for start in stride(from: 0, to: records.count, by: gatheringChunk) {
+                    let chunk = records[start..<min(start + gatheringChunk, records.count)]
+                    group.addTask { spec.sort.sorted(spec.results(of: chunk, in: session)) }
+                }
             }
+            var runs: [[QuerySort.Entry]] = []
+            var found = 0
+            for await run in group {
+                runs.append(run)
+                found += run.count
+                guard !Task.isCancelled, let query = query.query else { return nil }
+                query.post(.event(.gatheringProgress(found), generation: generation))
+            }
+            return runs
         }
-        return query.query?.finishGathering(gathered, generation: generation) ?? false
+        guard let runs, !Task.isCancelled else { return false }
+        return query.query?.finishGathering(sorted: spec.sort.merged(runs), generation: generation) ?? false
     }
 
     /// Follows one container's engine: each event's item recomputed and heard. When the session closes (an account
@@ -106,9 +114,11 @@ extension MetadataQuery {
     }
 
     /// The gathered results are in: tells did-finish-gathering, then what was heard meanwhile.
-    func finishGathering(_ items: [MetadataItem], generation: Int) -> Bool {
+    func finishGathering(sorted entries: [QuerySort.Entry], generation: Int) -> Bool {
         let drain = state.withLock { state -> Bool? in
-            guard let ordered = state.machine.finishGathering(items, generation: generation) else { return nil }
+            guard let ordered = state.machine.finishGathering(sorted: entries, generation: generation) else {
+                return nil
+            }
             let posted = state.post(.event(.didFinishGathering(ordered), generation: generation))
             let action = state.machine.gathered(generation: generation)
             return perform(action, generation: generation, in: &state) || posted

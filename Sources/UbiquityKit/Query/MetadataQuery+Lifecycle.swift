@@ -48,8 +48,9 @@ extension MetadataQuery {
     /// Starts a run (the first, or again with a new setup): the results emptied, the previous run cancelled.
     /// Returns whether a drain must be scheduled.
     func launch(_ state: inout State) -> Bool {
-        guard let generation = state.machine.start(sort: QuerySort(state.sortDescriptors)) else { return false }
-        let spec = QuerySpec(scopes: Set(state.scopes), predicate: state.predicate, types: types)
+        let sort = QuerySort(state.sortDescriptors)
+        guard let generation = state.machine.start(sort: sort) else { return false }
+        let spec = QuerySpec(scopes: Set(state.scopes), predicate: state.predicate, sort: sort, types: types)
         state.run?.cancel()
         let query = WeakQuery(query: self)
         let ubiquity = self.ubiquity

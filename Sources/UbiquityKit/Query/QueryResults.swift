@@ -23,7 +23,7 @@ struct QueryResults: Sendable {
     /// The results, in order.
     private(set) var ordered: [MetadataItem] = []
     private var keys: [QuerySort.Keys] = []
-    private var byID: [ItemID: (item: MetadataItem, keys: QuerySort.Keys)] = [:]
+    private var byID: [ItemID: QuerySort.Entry] = [:]
 
     /// No results yet, to be kept in `sort`'s order.
     init(sort: QuerySort = QuerySort()) { self.sort = sort }
@@ -44,20 +44,26 @@ struct QueryResults: Sendable {
 
     /// Replaces the results with `items` (those matching the query), sorted; an id given twice keeps its last item.
     mutating func gather(_ items: [MetadataItem]) {
-        byID = [:]
-        byID.reserveCapacity(items.count)
-        for item in items { byID[item.id] = (item, sort.keys(of: item)) }
-        let entries = byID.values.sorted { sort.precedes($0.item, $0.keys, $1.item, $1.keys) }
-        ordered = entries.map(\.item)
-        keys = entries.map(\.keys)
+        gather(sorted: sort.sorted(items))
+    }
+
+    /// Replaces the results with `entries`, already in order (``QuerySort/sorted(_:)``, ``QuerySort/merged(_:)``);
+    /// an id given twice keeps its last entry.
+    mutating func gather(sorted entries: [QuerySort.Entry]) {
+        byID = Dictionary(minimumCapacity: entries.count)
+        var repeated = false
+        for entry in entries where byID.updateValue(entry, forKey: entry.item.id) != nil { repeated = true }
+        let kept = repeated ? entries.filter { byID[$0.item.id]?.item === $0.item } : entries
+        ordered = kept.map(\.item)
+        keys = kept.map(\.keys)
     }
 
     /// Applies a batch: for each item, what it is now when it is a result of the query, `nil` when it is gone or no
     /// longer matches. An item that is as it was is not told.
     mutating func apply(_ batch: [ItemID: MetadataItem?]) -> Update {
-        var added: [(MetadataItem, QuerySort.Keys)] = []
-        var changed: [(MetadataItem, QuerySort.Keys)] = []
-        var removed: [(MetadataItem, QuerySort.Keys)] = []
+        var added: [QuerySort.Entry] = []
+        var changed: [QuerySort.Entry] = []
+        var removed: [QuerySort.Entry] = []
         for (id, now) in batch {
             let before = byID[id]
             if let before, let now, before.item.isSame(as: now) { continue }
@@ -73,14 +79,13 @@ struct QueryResults: Sendable {
                 let index = position(of: now, nowKeys)
                 ordered.insert(now, at: index)
                 keys.insert(nowKeys, at: index)
-                byID[id] = (now, nowKeys)
-                if before == nil { added.append((now, nowKeys)) } else { changed.append((now, nowKeys)) }
+                let entry = QuerySort.Entry(item: now, keys: nowKeys)
+                byID[id] = entry
+                if before == nil { added.append(entry) } else { changed.append(entry) }
             }
         }
         let sort = sort
-        let inOrder = { (entries: [(MetadataItem, QuerySort.Keys)]) in
-            entries.sorted { sort.precedes($0.0, $0.1, $1.0, $1.1) }.map(\.0)
-        }
+        let inOrder = { (entries: [QuerySort.Entry]) in entries.sorted { sort.precedes($0, $1) }.map(\.item) }
         return Update(added: inOrder(added), changed: inOrder(changed), removed: inOrder(removed))
     }
 

@@ -12,6 +12,14 @@ struct QuerySort: Sendable {
     /// One result's sort values, one per descriptor.
     typealias Keys = [Key]
 
+    /// A result and its sort values.
+    struct Entry: Sendable {
+        /// The result.
+        let item: MetadataItem
+        /// Its sort values.
+        let keys: Keys
+    }
+
     /// A sort value read from a result.
     enum Key: Sendable {
         /// A `nil` value (before every other one).
@@ -91,6 +99,45 @@ struct QuerySort: Sendable {
             item[keyPath: keyPath].map { .real($0.timeIntervalSinceReferenceDate) } ?? .absent
         case .opaque: .opaque
         }
+    }
+
+    /// `items` with their sort values, in order.
+    func sorted(_ items: [MetadataItem]) -> [Entry] {
+        items.map { Entry(item: $0, keys: keys(of: $0)) }.sorted { precedes($0, $1) }
+    }
+
+    /// One run in order from `runs`, each in order (merged two by two).
+    func merged(_ runs: [[Entry]]) -> [Entry] {
+        var runs = runs.filter { !$0.isEmpty }
+        while runs.count > 1 {
+            runs = stride(from: 0, to: runs.count, by: 2).map { index in
+                index + 1 < runs.count ? merged(runs[index], runs[index + 1]) : runs[index]
+            }
+        }
+        return runs.first ?? []
+    }
+
+    private func merged(_ first: [Entry], _ second: [Entry]) -> [Entry] {
+        var result: [Entry] = []
+        result.reserveCapacity(first.count + second.count)
+        var (left, right) = (0, 0)
+        while left < first.count, right < second.count {
+            if precedes(second[right], first[left]) {
+                result.append(second[right])
+                right += 1
+            } else {
+                result.append(first[left])
+                left += 1
+            }
+        }
+        result += first[left...]
+        result += second[right...]
+        return result
+    }
+
+    /// Whether `first` comes before `second`.
+    func precedes(_ first: Entry, _ second: Entry) -> Bool {
+        precedes(first.item, first.keys, second.item, second.keys)
     }
 
     /// Whether `first` (with sort values `firstKeys`) comes before `second`.

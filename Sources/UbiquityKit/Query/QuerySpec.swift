@@ -2,13 +2,15 @@ import DocumentKit
 import Foundation
 import SyncEngine
 
-/// What a run of a ``MetadataQuery`` looks for — its scopes and predicate, fixed when the run starts — and how an
+/// What a run of a ``MetadataQuery`` looks for — its scopes, predicate and order, fixed when the run starts — and how an
 /// engine record becomes a result.
 struct QuerySpec: Sendable {
     /// The scopes searched.
     let scopes: Set<MetadataQuery.SearchScope>
     /// Which items are results (`nil`: all in scope).
     let predicate: Predicate<MetadataItem>?
+    /// The results' order.
+    let sort: QuerySort
     /// Where content types come from.
     let types: DocumentTypeRegistry
 

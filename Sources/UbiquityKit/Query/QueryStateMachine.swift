@@ -59,12 +59,17 @@ struct QueryStateMachine: Sendable {
         return generation
     }
 
-    /// The gathered results are in; returns them in order (`nil`: the run is over).
-    mutating func finishGathering(_ items: [MetadataItem], generation: Int) -> [MetadataItem]? {
+    /// The gathered results are in, in order (sorted by the run's sort); returns them (`nil`: the run is over).
+    mutating func finishGathering(sorted entries: [QuerySort.Entry], generation: Int) -> [MetadataItem]? {
         guard generation == self.generation, phase == .gathering else { return nil }
-        results.gather(items)
+        results.gather(sorted: entries)
         phase = .live
         return results.ordered
+    }
+
+    /// The gathered results are in, in any order; returns them in order (`nil`: the run is over).
+    mutating func finishGathering(_ items: [MetadataItem], generation: Int) -> [MetadataItem]? {
+        finishGathering(sorted: results.sort.sorted(items), generation: generation)
     }
 
     /// After gathering, whether changes heard meanwhile call for a flush.

@@ -88,6 +88,28 @@ struct QueryResultsTests {
         }
     }
 
+    @Test("Chunks sorted apart and merged are in the order one sort gives; an id given twice is one result")
+    func mergedChunks() {
+        var generator = SeededGenerator(seed: 3)
+        let sort = QuerySort([SortDescriptor(\.fileSize, order: .reverse)])
+        let items = (0..<1000).map {
+            F.item("Documents/\($0)", size: Int64.random(in: 0..<50, using: &generator))
+        }
+        let chunks = stride(from: 0, to: items.count, by: 130).map { Array(items[$0..<min($0 + 130, items.count)]) }
+        let merged = sort.merged(chunks.map { sort.sorted($0) })
+        #expect(merged.map(\.item.id) == sort.sorted(items).map(\.item.id))
+        #expect(sort.merged([]).isEmpty)
+
+        let id = ItemID()
+        var results = QueryResults(sort: sort)
+        results.gather(
+            sorted: sort.merged([
+                sort.sorted([F.item("Documents/old", id: id)]), sort.sorted([F.item("Documents/new", id: id)]),
+            ]))
+        #expect(results.ordered.map(\.fileName) == ["old"])
+        #expect(results.index(of: id) == 0)
+    }
+
     @Test("Random batches leave the results as gathering the same items afresh would")
     func randomBatchesMatchGathering() {
         var generator = SeededGenerator(seed: 42)
