@@ -42,7 +42,13 @@ extension MetadataQuery {
     /// Starts a drain of the outbox on ``operationQueue``, or the query's own queue.
     func scheduleDrain() {
         if let queue = state.withLock({ $0.operationQueue }) {
-            queue.addOperation { self.drain() }
+            // Foundation on Linux runs the main operation queue's operations off the main thread; the main dispatch
+            // queue is the main thread's, as Apple's main operation queue is.
+            if queue === OperationQueue.main {
+                DispatchQueue.main.async { self.drain() }
+            } else {
+                queue.addOperation { self.drain() }
+            }
         } else {
             ownQueue.async { self.drain() }
         }

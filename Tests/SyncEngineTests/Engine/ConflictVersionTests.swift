@@ -104,9 +104,9 @@ extension TwoDeviceSyncTests {
         #expect(try state.queuedOperationCount() > 0, "the resolution waits in the state database")
 
         let back = try await LocalService.start(in: service.directory, port: service.port)
-        try await desktop.syncOnce()
+        try await desktop.syncOnceAfterRestart()
         #expect(try state.queuedOperationCount() == 0)
-        try await laptop.syncOnce()
+        try await laptop.syncOnceAfterRestart()
         let kept = try await laptop.versions(of: path)
         #expect(kept.current == conflict.id)
         #expect(kept.versions.map(\.id) == [conflict.id], "the other versions were removed")

@@ -201,8 +201,8 @@ extension TwoDeviceSyncTests {
         await #expect(throws: (any Error).self, "the service is unreachable") { try await laptop.syncOnce() }
 
         let back = try await LocalService.start(in: service.directory, port: service.port)
-        try await laptop.syncOnce()
-        try await desktop.syncOnce()
+        try await laptop.syncOnceAfterRestart()
+        try await desktop.syncOnceAfterRestart()
         let documents = desktop.layout.documents
         #expect(try Data(contentsOf: documents.appendingPathComponent("List.txt")) == Data("milk, eggs".utf8))
         #expect(try Data(contentsOf: documents.appendingPathComponent("Offline.txt")) == Data("new while offline".utf8))

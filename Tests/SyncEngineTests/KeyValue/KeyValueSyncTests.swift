@@ -143,8 +143,8 @@ struct KeyValueSyncTests {
                 configuration: laptop.configuration)
             #expect(try await restarted.keyValues()["sortOrder"] == .string("aisle"))
             let back = try await LocalService.start(in: service.directory, port: service.port)
-            try await restarted.syncOnce()
-            try await desktop.syncOnce()
+            try await restarted.syncOnceAfterRestart()
+            try await desktop.syncOnceAfterRestart()
             #expect(try await desktop.keyValues()["sortOrder"] == .string("aisle"))
             await back.stop()
         }

@@ -160,3 +160,23 @@ struct MetadataQueryUpdateTests {
         }
     }
 }
+
+@Suite("MetadataQuery on the main queue", .timeLimit(.minutes(2)))
+struct MetadataQueryMainQueueTests {
+    @Test("With operationQueue = .main (Apple's default) notifications arrive on the main thread")
+    func mainQueue() async throws {
+        try await withTwoDevices(.embedded) { laptop, desktop, _ in
+            let query = MetadataQuery(ubiquity: desktop.ubiquity)
+            query.operationQueue = .main
+            let onMain = Locked<[Bool]>([])
+            let observer = NotificationCenter.default.addObserver(
+                forName: NSMetadataQueryDidFinishGathering, object: query, queue: nil
+            ) { _ in onMain.withLock { $0.append(Thread.isMainThread) } }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            query.start()
+            #expect(await eventually { !onMain.withLock { $0 }.isEmpty })
+            #expect(onMain.withLock { $0 } == [true])
+            query.stop()
+        }
+    }
+}
