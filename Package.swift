@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "UbiquityProtocol", targets: ["UbiquityProtocol"]),
         .library(name: "SyncEngine", targets: ["SyncEngine"]),
         .library(name: "UbiquityKit", targets: ["UbiquityKit"]),
+        .library(name: "Grocery", targets: ["Grocery"]),
+        .executable(name: "grocery", targets: ["grocery"]),
         .executable(name: "ubiquity", targets: ["ubiquity"]),
         .executable(name: "ubiquity-bench", targets: ["ubiquity-bench"]),
     ],
@@ -56,6 +58,25 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The seeds' sample app: the model (Grocery) and its command line (grocery).
+        .target(
+            name: "Grocery",
+            dependencies: [
+                "DocumentKit",
+                "SyncEngine",
+                "UbiquityKit",
+                "UbiquityProtocol",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "grocery",
+            dependencies: [
+                "Grocery",
+                "SyncEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .target(
             name: "UbiquityServer",
             dependencies: [
@@ -79,7 +100,10 @@ let package = Package(
             name: "ubiquity",
             dependencies: [
                 "DocumentKit",
+                "Grocery",
                 "SyncEngine",
+                "UbiquityKit",
+                "UbiquityProtocol",
                 "UbiquityServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -143,6 +167,19 @@ let package = Package(
                 "UbiquityProtocol",
                 "UbiquityServer",
                 "UbiquityTestSupport",
+                "ubiquity",
+            ]
+        ),
+        .testTarget(
+            name: "GroceryTests",
+            dependencies: [
+                "DocumentKit",
+                "Grocery",
+                "SyncEngine",
+                "UbiquityKit",
+                "UbiquityProtocol",
+                "UbiquityTestSupport",
+                "grocery",
                 "ubiquity",
             ]
         ),

@@ -19,13 +19,16 @@ public final class UbiquityProcess: @unchecked Sendable {
     /// Where the child's standard output and error go.
     public let log: URL
 
-    /// Starts `ubiquity` with `arguments`; `environment` is added to this process's own; `input`, when given, is
-    /// written to its standard input, which is then closed.
-    public init(_ arguments: [String], environment: [String: String] = [:], log: URL, input: String? = nil) throws {
+    /// Starts `program` (an executable of the package: `ubiquity`, `grocery`) with `arguments`; `environment` is
+    /// added to this process's own; `input`, when given, is written to its standard input, which is then closed.
+    public init(
+        _ arguments: [String], program: String = "ubiquity", environment: [String: String] = [:], log: URL,
+        input: String? = nil
+    ) throws {
         self.log = log
         try FileManager.default.createDirectory(at: log.deletingLastPathComponent(), withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        process.executableURL = try Self.executable()
+        process.executableURL = try Self.executable(program)
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, own in own }
         let output = try FileHandle(forWritingTo: log)
@@ -43,15 +46,15 @@ public final class UbiquityProcess: @unchecked Sendable {
         }
     }
 
-    /// Runs `ubiquity` with `arguments` to its end (at most `timeout`) and returns its exit status and output.
+    /// Runs `program` with `arguments` to its end (at most `timeout`) and returns its exit status and output.
     public static func run(
-        _ arguments: [String], environment: [String: String] = [:], log: URL, input: String? = nil,
-        timeout: TimeInterval = 60
+        _ arguments: [String], program: String = "ubiquity", environment: [String: String] = [:], log: URL,
+        input: String? = nil, timeout: TimeInterval = 60
     ) async throws -> (status: Int32, output: String) {
-        let child = try UbiquityProcess(arguments, environment: environment, log: log, input: input)
+        let child = try UbiquityProcess(arguments, program: program, environment: environment, log: log, input: input)
         guard await child.waitForExit(timeout: timeout) else {
             await child.killAndWait()
-            throw ChildProcessFailure("ubiquity \(arguments.joined(separator: " ")) ran over \(timeout) s")
+            throw ChildProcessFailure("\(program) \(arguments.joined(separator: " ")) ran over \(timeout) s")
         }
         return (child.terminationStatus, child.output)
     }
@@ -98,12 +101,12 @@ public final class UbiquityProcess: @unchecked Sendable {
         return ended ?? false
     }
 
-    /// The `ubiquity` executable built beside the test bundle.
-    public static func executable() throws -> URL {
+    /// The executable `program` built beside the test bundle.
+    public static func executable(_ program: String = "ubiquity") throws -> URL {
         let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let url = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("ubiquity")
+        let url = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent(program)
         guard FileManager.default.isExecutableFile(atPath: url.path) else {
-            throw ChildProcessFailure("ubiquity is not built beside the tests at \(url.path)")
+            throw ChildProcessFailure("\(program) is not built beside the tests at \(url.path)")
         }
         return url
     }

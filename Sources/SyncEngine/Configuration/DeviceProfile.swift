@@ -8,7 +8,7 @@ import UbiquityProtocol
 #endif
 
 /// A signed-in device's settings, written by `ubiquity login`: the service, the token, and the device's name and
-/// id. Kept in `$XDG_CONFIG_HOME/ubiquity/<profile>.json` (default profile `device`), readable by the owner only,
+/// id, and where its container folders live. Kept in `$XDG_CONFIG_HOME/ubiquity/<profile>.json` (default profile `device`), readable by the owner only,
 /// since the token is a secret. Several profiles let several devices live on one machine.
 public struct DeviceProfile: Hashable, Sendable, Codable {
     /// The service's address.
@@ -19,13 +19,22 @@ public struct DeviceProfile: Hashable, Sendable, Codable {
     public var token: String
     /// The device, as versions name it.
     public var device: SavingDevice
+    /// The folder this device's container folders live in, when not the default (`nil`): what makes a device of a
+    /// profile when several live on one machine.
+    public var root: String?
 
     /// Creates a profile.
-    public init(server: String, account: String, token: String, device: SavingDevice) {
+    public init(server: String, account: String, token: String, device: SavingDevice, root: String? = nil) {
         self.server = server
         self.account = account
         self.token = token
         self.device = device
+        self.root = root
+    }
+
+    /// The folder this device's container folders live in: ``root``, else the default.
+    public var rootURL: URL {
+        root.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? ContainerLayout.defaultRoot
     }
 
     /// The folder profiles live in: `$XDG_CONFIG_HOME/ubiquity`, or `~/.config/ubiquity`.

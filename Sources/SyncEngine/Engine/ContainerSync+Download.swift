@@ -84,6 +84,7 @@ extension ContainerSync {
         }
         if let current { item.size = current.size }
         try save([item])
+        if let current { try state.setCurrentVersionRecord(current, of: item.id) }
         try recordOtherVersions(detail.versions.filter { $0.id != record.currentVersion }, of: item)
         guard let current else { return }
         if item.baseVersion == current.id && !item.isPlaceholder { return }  // already in step

@@ -197,6 +197,7 @@ extension ContainerSync {
             item.isPlaceholder = false
             item.uploadError = nil
             try save([item])
+            try state.setCurrentVersionRecord(answer.version ?? version, of: item.id)
             try recordChunkLocations(of: content.manifest, for: item)
         }
     }

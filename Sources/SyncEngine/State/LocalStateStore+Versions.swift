@@ -12,6 +12,22 @@ extension LocalStateStore {
         }
     }
 
+    /// The record of an item's current version as this device last had it (heard with the item, or made by an
+    /// upload from here); compare its id with the item's server version before trusting it.
+    public func currentVersionRecord(of id: ItemID) throws -> VersionRecord? {
+        try value(forKey: Self.currentVersionKey(of: id)).flatMap {
+            try? JSONDecoder().decode(VersionRecord.self, from: Data($0.utf8))
+        }
+    }
+
+    /// Keeps the record of an item's current version.
+    func setCurrentVersionRecord(_ record: VersionRecord, of id: ItemID) throws {
+        try setValue(
+            String(decoding: try JSONEncoder().encode(record), as: UTF8.self), forKey: Self.currentVersionKey(of: id))
+    }
+
+    static func currentVersionKey(of id: ItemID) -> String { "versions.current.\(id.string)" }
+
     /// Replaces the recorded other versions of an item.
     func setOtherVersions(_ versions: [VersionRecord], of id: ItemID) throws {
         let records = try versions.map { ($0.id.string, String(decoding: try JSONEncoder().encode($0), as: UTF8.self)) }

@@ -175,6 +175,19 @@ final class ContainerSession: Sendable {
         broadcast.send(event)
     }
 
+    /// Runs a sync round, then takes the engine's items again: the round's events reach the mirror on their own
+    /// task, so this makes sure the caller sees what the round did. (Queries still learn of it from the events.)
+    func synchronize() async throws {
+        try await connection.syncNow()
+        let (items, transfers) = try await connection.items()
+        mirror.withLock { mirror in
+            let kept = Set(items.map(\.id))
+            for id in Array(mirror.pathByID.keys) where !kept.contains(id) { mirror.remove(id) }
+            for item in items { mirror.set(item) }
+            mirror.transfers = transfers
+        }
+    }
+
     static func presented(_ version: VersionRecord) -> PresentedItemVersion {
         PresentedItemVersion(
             persistentIdentifier: version.id.string, isConflict: version.isConflict,

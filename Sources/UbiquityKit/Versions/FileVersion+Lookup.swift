@@ -11,7 +11,8 @@ extension FileVersion {
         guard let item = try? VersionedItem.locate(url), let state = try? item.versions(),
             state.item.kind != .directory, let current = state.item.serverVersion ?? state.item.baseVersion
         else { return nil }
-        return FileVersion(current: current, of: state.item, at: item)
+        let saved = try? item.session.state.currentVersionRecord(of: state.item.id)
+        return FileVersion(current: current, of: state.item, at: item, saved: saved?.id == current ? saved : nil)
     }
 
     /// The versions of the item at `url` other than the current one — conflict versions and old ones the service

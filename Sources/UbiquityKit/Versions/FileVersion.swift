@@ -39,15 +39,18 @@ public final class FileVersion: Sendable, CustomStringConvertible {
     let id: VersionID
     /// The service's record of the version; `nil` for the current version (the file itself).
     let record: VersionRecord?
+    /// The record of the current version, when this device has it (for its saving computer).
+    private let currentRecord: VersionRecord?
     private let location: URL
     private let resolved: Mutex<Bool>
 
-    /// The current version of `item`.
-    init(current id: VersionID, of item: LocalItem, at versioned: VersionedItem) {
+    /// The current version of `item`, with its record when this device has it.
+    init(current id: VersionID, of item: LocalItem, at versioned: VersionedItem, saved: VersionRecord? = nil) {
         itemURL = versioned.url
         itemID = item.id
         self.id = id
         record = nil
+        currentRecord = saved
         location = versioned.url
         resolved = Mutex(true)
     }
@@ -58,6 +61,7 @@ public final class FileVersion: Sendable, CustomStringConvertible {
         itemID = item.id
         id = record.id
         self.record = record
+        currentRecord = nil
         location = versioned.copy(of: record.id, of: item.id)
         resolved = Mutex(record.isResolved || !record.isConflict)
     }
@@ -71,9 +75,9 @@ public final class FileVersion: Sendable, CustomStringConvertible {
     /// The name to show for the version: the item's file name.
     public var localizedName: String? { itemURL.lastPathComponent }
 
-    /// The name of the device that saved the version, as it signed in; `nil` for the current version (the file
-    /// here, whose saver this device does not keep a record of).
-    public var localizedNameOfSavingComputer: String? { record?.savingDevice.name }
+    /// The name of the device that saved the version, as it signed in; `nil` for a current version this device
+    /// has no record of yet (a local change not uploaded).
+    public var localizedNameOfSavingComputer: String? { (record ?? currentRecord)?.savingDevice.name }
 
     /// When the version was last modified on the device that saved it; for the current version, the modification
     /// date of the file here (`nil` while the item is not downloaded).

@@ -8,13 +8,17 @@ import UbiquityProtocol
 /// Options naming the device profile and the container folder.
 struct DeviceOptions: ParsableArguments {
     @Option(help: "The device profile (several devices can live on one machine).") var profile = "device"
-    @Option(help: "The root of container folders (default: $XDG_DATA_HOME/ubiquity).") var root: String?
+    @Option(
+        help: "The root of container folders (default: the profile's, given at login, else $XDG_DATA_HOME/ubiquity).")
+    var root: String?
     @Option(help: "How many seconds one request to the service may take.") var requestTimeout: Int64 = 60
 
+    /// The container's folders: under `--root`, else the profile's root, else the default.
     func layout(_ container: String) throws -> ContainerLayout {
-        ContainerLayout(
-            root: root.map { URL(fileURLWithPath: $0, isDirectory: true) } ?? ContainerLayout.defaultRoot,
-            container: try ContainerID(container))
+        let root =
+            root.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? (try? DeviceProfile.load(profile))?.rootURL ?? ContainerLayout.defaultRoot
+        return ContainerLayout(root: root, container: try ContainerID(container))
     }
 
     /// The signed-in profile and the sync of `container` with it (its folders made when missing).
@@ -137,8 +141,10 @@ struct LoginCommand: AsyncParsableCommand {
         }
         let client = ServiceClient(baseURL: server)
         let login = try await client.login(LoginRequest(name: account, password: password, deviceName: device))
-        try DeviceProfile(server: server, account: account, token: login.token, device: login.info.device)
-            .save(as: options.profile)
+        let root = options.root.map { URL(fileURLWithPath: $0, isDirectory: true).standardizedFileURL.path }
+        try DeviceProfile(
+            server: server, account: account, token: login.token, device: login.info.device, root: root
+        ).save(as: options.profile)
         print("signed in to \(server) as \(account) on \"\(device)\" (profile \(options.profile))")
     }
 }
