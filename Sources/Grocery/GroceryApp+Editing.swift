@@ -19,7 +19,7 @@ extension GroceryApp {
             throw GroceryError(.documentFailed, "could not save the new item: \(error)")
         }
         try await document.closeDocument()
-        return try await entry(at: url)
+        return Self.savedEntry(url, document.contents)
     }
 
     /// Renames the item `reference` names; undoable with ``undo()``.
@@ -54,7 +54,15 @@ extension GroceryApp {
             try journal.record(
                 EditJournal.Edit(fileName: entry.fileName, actionName: actionName, before: before, after: after))
         }
-        return try await self.entry(at: entry.url)
+        var saved = Self.savedEntry(entry.url, after)
+        saved.hasUnresolvedConflicts = entry.hasUnresolvedConflicts
+        return saved
+    }
+
+    /// The entry of an item just saved here with `contents`.
+    static func savedEntry(_ url: URL, _ contents: GroceryItemDocument.Contents) -> GroceryEntry {
+        let size = Int64(contents.name.utf8.count + (contents.image?.count ?? 0))
+        return GroceryEntry(saved: url, contents: contents, size: size)
     }
 
     /// Deletes the item `reference` names, on every device: a coordinated removal of its package.
@@ -121,9 +129,10 @@ extension GroceryApp {
     /// The entry of the item at `url`, as this device knows it now.
     public func entry(at url: URL) async throws -> GroceryEntry {
         let fileName = url.lastPathComponent
-        for _ in 0..<200 {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
             if let found = try await items().first(where: { $0.fileName == fileName }) { return found }
-            try await Task.sleep(for: .milliseconds(25))
+            try await Task.sleep(for: .milliseconds(50))
         }
         throw GroceryError(.noSuchItem, "\(fileName) is not among the container's items")
     }

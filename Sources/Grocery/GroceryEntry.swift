@@ -50,6 +50,21 @@ public struct GroceryEntry: Hashable, Sendable {
     /// The name, or a stand-in for a placeholder.
     public var displayName: String { name ?? "(\(fileName))" }
 
+    /// The entry of an item just saved on this device, before the engine has taken it up: here, not uploaded yet.
+    init(saved url: URL, contents: GroceryItemDocument.Contents, size: Int64) {
+        self.id = GroceryItemType.id(ofFile: url.lastPathComponent)
+        self.fileName = url.lastPathComponent
+        self.url = url
+        self.name = contents.name
+        self.hasImage = contents.image != nil
+        self.size = size
+        self.creationDate = nil
+        self.downloadingStatus = .current
+        self.hasUnresolvedConflicts = false
+        self.isUploaded = false
+        self.isTransferring = false
+    }
+
     /// The entry for a query result, reading the name from the package when it is here.
     init(_ item: MetadataItem) {
         let url = item.url

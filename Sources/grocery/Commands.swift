@@ -52,7 +52,7 @@ struct SetImage: AsyncParsableCommand {
     func run() async throws {
         try await options.run { app in
             let entry = try await app.setImage(item, from: URL(fileURLWithPath: file))
-            print("set the image of \(entry.displayName) (\(entry.size) bytes)")
+            print("set the image of \(entry.displayName)")
         }
     }
 }

@@ -40,7 +40,7 @@ struct DeviceOption: ParsableArguments {
         do {
             // Offline, the app works with what this device has; what it changes goes up with a later sync.
             do {
-                try await app.synchronize()
+                try await withProgress("syncing with \(profile.server)") { try await app.synchronize() }
             } catch {
                 print("offline (\(error)): showing what this device has")
             }
@@ -58,6 +58,23 @@ struct DeviceOption: ParsableArguments {
         }
         await app.close()
     }
+}
+
+/// Runs `work`; when it takes more than a second (a first sync of many items), says what is going on, and again
+/// every few seconds, with how long it has taken.
+@MainActor
+func withProgress<T>(_ what: String, _ work: () async throws -> T) async throws -> T {
+    let start = ContinuousClock.now
+    let reporter = Task {
+        try await Task.sleep(for: .seconds(1))
+        while true {
+            let seconds = (ContinuousClock.now - start).components.seconds
+            print("\(what)… \(seconds) s")
+            try await Task.sleep(for: .seconds(3))
+        }
+    }
+    defer { reporter.cancel() }
+    return try await work()
 }
 
 /// Prints a download's progress on one line.

@@ -1,14 +1,14 @@
 import Foundation
 import Testing
 
-@Suite("ubiquity demo")
+@Suite("ubiquity demo --documents")
 struct DemoCommandTests {
-    @Test("`ubiquity demo` runs every step, checks what it narrates, and exits 0")
+    @Test("`ubiquity demo --documents` runs every step, checks what it narrates, and exits 0")
     func demoRuns() async throws {
         let executable = try builtProduct("ubiquity")
         let process = Process()
         process.executableURL = executable
-        process.arguments = ["demo"]
+        process.arguments = ["demo", "--documents"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output

@@ -102,7 +102,7 @@ final class TemporaryDirectory: Sendable {
 @MainActor
 func waitUntil(
     _ what: String,
-    seconds: Double = 10,
+    seconds: Double = 30,
     sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: () -> Bool
 ) async {

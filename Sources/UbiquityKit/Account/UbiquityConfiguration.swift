@@ -25,7 +25,8 @@ public struct UbiquityConfiguration: Sendable {
         case external
     }
 
-    /// The folder container folders live in: `<root>/<container-id>/` (default: `$XDG_DATA_HOME/ubiquity`).
+    /// The folder container folders live in: `<root>/<container-id>/` (default: the profile's root, given at
+    /// `ubiquity login --root`, else `$XDG_DATA_HOME/ubiquity`).
     public var root: URL
     /// The app's containers, the first being the default one (`url(forUbiquityContainerIdentifier: nil)`).
     public var containers: [ContainerID]
@@ -46,12 +47,12 @@ public struct UbiquityConfiguration: Sendable {
 
     /// Creates a configuration; the defaults are documented on each field.
     public init(
-        root: URL = ContainerLayout.defaultRoot, containers: [ContainerID], profile: DeviceProfile?,
+        root: URL? = nil, containers: [ContainerID], profile: DeviceProfile?,
         engine: Engine = .automatic, sync: ContainerSync.Configuration = ContainerSync.Configuration(),
         pollInterval: Duration = .seconds(30), engineWait: Duration = .seconds(10),
         requestTimeout: Duration = .seconds(60), logger: Logger = Logger(label: "ubiquity.kit")
     ) {
-        self.root = root.standardizedFileURL
+        self.root = (root ?? profile?.rootURL ?? ContainerLayout.defaultRoot).standardizedFileURL
         self.containers = containers
         self.profile = profile
         self.engine = engine

@@ -1,15 +1,28 @@
 import ArgumentParser
 import Foundation
 
-/// `ubiquity demo`: a first run that shows what the framework does, narrated step by step.
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `ubiquity demo`: a first run that shows what Ubiquity does — a sync service and two devices in step — narrated
+/// step by step.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Show the document life cycle: autosave, undo, incremental package saves, external changes."
+        abstract: "Show two devices kept in step: a service, a shared grocery list, an image, a conflict resolved.",
+        discussion: """
+            Starts the sync service in a temporary directory, signs in two devices ("laptop" and "desktop"), and
+            narrates what happens as the Grocery sample runs on both. Then it keeps running, so that you can go on
+            with `grocery --device …` in another terminal, until interrupted (or exits with --once).
+            """
     )
 
     @Option(help: "Directory to work in (default: a new temporary directory, removed at the end).")
     var directory: String?
+    @Flag(help: "Exit when the scripted part is done.") var once = false
+    @Flag(help: "Show the document life cycle instead: autosave, undo, incremental package saves, external changes.")
+    var documents = false
 
     func run() async throws {
         let root: URL
@@ -24,6 +37,45 @@ struct DemoCommand: AsyncParsableCommand {
         }
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         defer { if removeAtEnd { try? FileManager.default.removeItem(at: root) } }
-        try await DocumentDemo(root: root, narrator: Narrator()).run()  // the story runs on the main actor
+        if documents {
+            try await DocumentDemo(root: root, narrator: Narrator()).run()  // the story runs on the main actor
+            return
+        }
+        try await Self.runSyncDemo(in: root, once: once)
+    }
+
+    @MainActor
+    private static func runSyncDemo(in root: URL, once: Bool) async throws {
+        let demo = SyncDemo(directory: root, narrator: Narrator())
+        do {
+            try await demo.run()
+        } catch {
+            await demo.close()
+            throw error
+        }
+        demo.printWhereThingsAre(keepRunning: !once)
+        if once {
+            await demo.close()
+            print("\nAll steps done.")
+            return
+        }
+        await interrupted()
+        print("\nstopping")
+        await demo.close()
+    }
+
+    /// Returns when the process is asked to stop (SIGINT or SIGTERM).
+    private static func interrupted() async {
+        signal(SIGINT, SIG_IGN)
+        signal(SIGTERM, SIG_IGN)
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+        let sources = [SIGINT, SIGTERM].map { number in
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+            source.setEventHandler { continuation.yield() }
+            source.resume()
+            return source
+        }
+        for await _ in stream { break }
+        for source in sources { source.cancel() }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DocumentKit
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -159,8 +160,28 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Run one sync round and exit.") var once = false
     @Option(help: "Items up to this many bytes download as soon as they are heard of; larger ones on demand.")
     var eagerDownloadLimit: Int64 = 1 << 20
+    @Option(
+        help: "A file name extension of folders that are packages, synced as one item (such as gro); repeatable.")
+    var packageExtension: [String] = []
+
+    func validate() throws {
+        for name in packageExtension
+        where name.isEmpty || name.count > 32
+            || !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") })
+        {
+            throw ValidationError(
+                "--package-extension takes an extension without its dot, such as gro: not \"\(name)\"")
+        }
+    }
 
     func run() async throws {
+        for (index, name) in packageExtension.enumerated() where !DocumentTypeRegistry.default.isPackageExtension(name)
+        {
+            DocumentTypeRegistry.default.register(
+                DocumentType(
+                    identifier: "ubiquity.package.\(index).\(name)", conformsTo: [DocumentType.packageIdentifier],
+                    filenameExtensions: [name]))
+        }
         var logger = Logger(label: "ubiquity.sync")
         logger.logLevel = .info
         let (sync, profile) = try options.sync(

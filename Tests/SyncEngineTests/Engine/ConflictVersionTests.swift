@@ -81,7 +81,7 @@ extension TwoDeviceSyncTests {
         defer { try? FileManager.default.removeItem(at: root) }
         func device(_ name: String) async throws -> ContainerSync {
             var client = try await service.signIn(account: "ada", device: name)
-            client.timeout = .seconds(3)  // see offlineChangesGoUpLater
+            client.timeout = .seconds(10)  // see offlineChangesGoUpLater
             return try ContainerSync(
                 layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
                 client: client, device: SavingDevice(id: DeviceID(), name: name))

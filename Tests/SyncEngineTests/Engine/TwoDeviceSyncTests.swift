@@ -184,7 +184,7 @@ extension TwoDeviceSyncTests {
             var client = try await service.signIn(account: "ada", device: name)
             // A service stopped inside this process leaves its kept-alive connections open but unanswered (a
             // stopped process would close them), so requests on them wait for the timeout: keep it short.
-            client.timeout = .seconds(3)
+            client.timeout = .seconds(10)
             return try ContainerSync(
                 layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
                 client: client, device: SavingDevice(id: DeviceID(), name: name))

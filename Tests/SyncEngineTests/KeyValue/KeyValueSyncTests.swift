@@ -42,7 +42,7 @@ struct KeyValueSyncTests {
         defer { try? FileManager.default.removeItem(at: root) }
         func device(_ name: String) async throws -> ContainerSync {
             var client = try await service.signIn(account: "ada", device: name)
-            client.timeout = .seconds(3)  // a stopped in-process service leaves connections unanswered
+            client.timeout = .seconds(10)  // a stopped in-process service leaves connections unanswered
             return try ContainerSync(
                 layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
                 client: client, device: SavingDevice(id: DeviceID(), name: name))

@@ -163,19 +163,23 @@ struct MetadataQueryUpdateTests {
 
 @Suite("MetadataQuery on the main queue", .timeLimit(.minutes(2)))
 struct MetadataQueryMainQueueTests {
-    @Test("With operationQueue = .main (Apple's default) notifications arrive on the main thread")
+    @Test("With operationQueue = .main (Apple's default) notifications arrive on the main queue's thread")
     func mainQueue() async throws {
         try await withTwoDevices(.embedded) { laptop, desktop, _ in
             let query = MetadataQuery(ubiquity: desktop.ubiquity)
             query.operationQueue = .main
-            let onMain = Locked<[Bool]>([])
+            let threads = Locked<[pthread_t]>([])
             let observer = NotificationCenter.default.addObserver(
                 forName: NSMetadataQueryDidFinishGathering, object: query, queue: nil
-            ) { _ in onMain.withLock { $0.append(Thread.isMainThread) } }
+            ) { _ in threads.withLock { $0.append(pthread_self()) } }
             defer { NotificationCenter.default.removeObserver(observer) }
             query.start()
-            #expect(await eventually { !onMain.withLock { $0 }.isEmpty })
-            #expect(onMain.withLock { $0 } == [true])
+            #expect(await eventually { !threads.withLock { $0 }.isEmpty })
+            // The thread the main dispatch queue runs on: the process's main thread.
+            let main = await withCheckedContinuation { continuation in
+                DispatchQueue.main.async { continuation.resume(returning: pthread_self()) }
+            }
+            #expect(threads.withLock { $0 } == [main])
             query.stop()
         }
     }
