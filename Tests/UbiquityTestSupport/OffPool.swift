@@ -10,7 +10,7 @@ public func offPool<Value: Sendable>(_ work: @escaping @Sendable () throws -> Va
 
 /// Waits (up to `timeout`) until `condition` holds, checking every 20 ms on the caller's actor; returns whether it did.
 public func eventually(
-    _ timeout: Duration = .seconds(20), isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool
+    _ timeout: Duration = .seconds(60), isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool
 ) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
