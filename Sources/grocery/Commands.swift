@@ -161,7 +161,8 @@ struct Watch: AsyncParsableCommand {
             var shown = 0
             for await entries in try await app.watch() {
                 // Written straight out (not buffered), so that a reader of a pipe sees each drawing at once.
-                var drawing = "— \(Date().formatted(date: .omitted, time: .standard)) — \(entries.count) items\n"
+                let count = entries.count == 1 ? "1 item" : "\(entries.count) items"
+                var drawing = "— \(Date().formatted(date: .omitted, time: .standard)) — \(count)\n"
                 for entry in entries { drawing += line(entry) + "\n" }
                 FileHandle.standardOutput.write(Data(drawing.utf8))
                 shown += 1

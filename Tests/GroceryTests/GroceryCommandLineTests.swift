@@ -106,4 +106,19 @@ struct GroceryCommandLineTests {
             await back.stop()
         }
     }
+    @Test("`grocery watch` redraws the list by itself when another device adds an item")
+    func watchFollowsTheOtherDevice() async throws {
+        try await GroceryMachine.with { machine in
+            try await machine.grocery("laptop", "add", "Milk")
+            let watch = try UbiquityProcess(
+                ["watch", "--device", "desktop"], program: "grocery", environment: machine.environment,
+                log: machine.log("desktop-watch"))
+            #expect(await eventually { watch.output.contains("— 1 item\n") })
+            try await machine.grocery("laptop", "add", "Apples")
+            #expect(
+                await eventually { watch.output.contains("— 2 items\n") && watch.output.contains("Apples") },
+                "\(watch.outputTail())")
+            #expect(await watch.stop(with: SIGTERM))
+        }
+    }
 }

@@ -46,7 +46,8 @@ struct DemoCommand: AsyncParsableCommand {
 
     @MainActor
     private static func runSyncDemo(in root: URL, once: Bool) async throws {
-        let demo = SyncDemo(directory: root, narrator: Narrator())
+        let narrator = Narrator()
+        let demo = SyncDemo(directory: root, narrator: narrator)
         do {
             try await demo.run()
         } catch {
@@ -56,11 +57,11 @@ struct DemoCommand: AsyncParsableCommand {
         demo.printWhereThingsAre(keepRunning: !once)
         if once {
             await demo.close()
-            print("\nAll steps done.")
+            narrator.say("\nAll steps done.")
             return
         }
         await interrupted()
-        print("\nstopping")
+        narrator.say("\nstopping")
         await demo.close()
     }
 

@@ -28,8 +28,8 @@ final class SyncDemo {
 
     /// Runs the scripted part.
     func run() async throws {
-        print("Ubiquity demo — one account, two devices, a shared grocery list (the iCloud book's Grocery app)")
-        print("working in \(directory.path)")
+        narrator.say("Ubiquity demo — one account, two devices, a shared grocery list (the iCloud book's Grocery app)")
+        narrator.say("working in \(directory.path)")
 
         narrator.step(1, "Start the sync service and sign in two devices")
         let service = try await DemoService.start(in: directory.appendingPathComponent("service"))
@@ -228,21 +228,21 @@ final class SyncDemo {
     /// Where everything lives, and how to keep playing.
     func printWhereThingsAre(keepRunning: Bool) {
         guard let service else { return }
-        print("\nWhere things are")
-        print("    service:  \(service.address), data in \(service.dataDirectory.path)")
+        narrator.say("\nWhere things are")
+        narrator.say("    service:  \(service.address), data in \(service.dataDirectory.path)")
         for device in ["laptop", "desktop"] {
-            print(
+            narrator.say(
                 "    \(device.padding(toLength: 8, withPad: " ", startingAt: 0))  \(root(of: device).path)/\(GroceryApp.container.string)/Documents"
             )
         }
-        print("    profiles: \(profiles.path)")
+        narrator.say("    profiles: \(profiles.path)")
         guard keepRunning else { return }
         let environment = "XDG_CONFIG_HOME=\(profiles.deletingLastPathComponent().path)"
-        print("\nKeep playing in another terminal (the devices' engines run here):")
-        print("    \(environment) swift run grocery list --device desktop")
-        print("    \(environment) swift run grocery add Apples --device laptop")
-        print("    \(environment) swift run grocery watch --device desktop")
-        print("Stop with Ctrl-C.")
+        narrator.say("\nKeep playing in another terminal (the devices' engines run here):")
+        narrator.say("    \(environment) swift run grocery list --device desktop")
+        narrator.say("    \(environment) swift run grocery add Apples --device laptop")
+        narrator.say("    \(environment) swift run grocery watch --device desktop")
+        narrator.say("Stop with Ctrl-C.")
     }
 
     func close() async {
