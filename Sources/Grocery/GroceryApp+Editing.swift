@@ -1,5 +1,6 @@
 import DocumentKit
 import Foundation
+import Synchronization
 import UbiquityKit
 
 extension GroceryApp {
@@ -10,6 +11,7 @@ extension GroceryApp {
         if let image { try Self.checkPNG(image) }
         let url = try await documents().appendingPathComponent(GroceryItemType.newFileName(), isDirectory: true)
         let document = GroceryItemDocument(fileURL: url)
+        document.creationDate = Date()
         document.undoManager.disableUndoRegistration()
         document.change(to: .init(name: name, image: image), actionName: "New Item")
         document.undoManager.enableUndoRegistration()
@@ -19,7 +21,7 @@ extension GroceryApp {
             throw GroceryError(.documentFailed, "could not save the new item: \(error)")
         }
         try await document.closeDocument()
-        return Self.savedEntry(url, document.contents)
+        return Self.savedEntry(url, document.contents, created: document.creationDate)
     }
 
     /// Renames the item `reference` names; undoable with ``undo()``.
@@ -48,26 +50,33 @@ extension GroceryApp {
         change(document)
         let actionName = document.undoManager.undoActionName
         let after = document.contents
+        let created = document.creationDate
         try await save(document)
         if before != after {
             var journal = try self.journal
             try journal.record(
                 EditJournal.Edit(fileName: entry.fileName, actionName: actionName, before: before, after: after))
         }
-        var saved = Self.savedEntry(entry.url, after)
+        var saved = Self.savedEntry(entry.url, after, created: created)
         saved.hasUnresolvedConflicts = entry.hasUnresolvedConflicts
         return saved
     }
 
     /// The entry of an item just saved here with `contents`.
-    static func savedEntry(_ url: URL, _ contents: GroceryItemDocument.Contents) -> GroceryEntry {
+    static func savedEntry(_ url: URL, _ contents: GroceryItemDocument.Contents, created: Date?) -> GroceryEntry {
         let size = Int64(contents.name.utf8.count + (contents.image?.count ?? 0))
-        return GroceryEntry(saved: url, contents: contents, size: size)
+        return GroceryEntry(saved: url, contents: contents, size: size, creationDate: created)
     }
 
-    /// Deletes the item `reference` names, on every device: a coordinated removal of its package.
+    /// Deletes the item `reference` names, on every device: a coordinated removal of its package (a placeholder is
+    /// downloaded first, so that what is deleted is the item as the service has it).
     public func delete(_ reference: String) async throws {
-        let entry = try await find(reference)
+        try await delete(try await find(reference))
+    }
+
+    /// Deletes the item of `entry`, on every device.
+    public func delete(_ entry: GroceryEntry) async throws {
+        if entry.downloadingStatus == .notDownloaded { try await download(entry) }
         let url = entry.url
         try await Task.detached {
             try FileCoordinator(filePresenter: nil).coordinate(writingItemAt: url, options: .forDeleting) {
@@ -78,12 +87,17 @@ extension GroceryApp {
         try journal.forget(entry.fileName)
     }
 
-    /// The item's document, open — downloaded first when it is a placeholder, with `progress` told the percent
-    /// done along the way.
+    /// The item's document, open — its latest version downloaded first when this device does not have it (a
+    /// placeholder, or an older copy), with `progress` told the percent done along the way. Offline, an older copy
+    /// is opened as it is.
     public func open(
         _ entry: GroceryEntry, progress: @escaping @Sendable (Double) -> Void = { _ in }
     ) async throws -> GroceryItemDocument {
-        if entry.downloadingStatus == .notDownloaded { try await download(entry, progress: progress) }
+        switch entry.downloadingStatus {
+        case .notDownloaded: try await download(entry, progress: progress)
+        case .downloaded: try? await download(entry, progress: progress)
+        case .current: break
+        }
         let document = GroceryItemDocument(fileURL: entry.url)
         do {
             try await document.openDocument()
@@ -93,28 +107,42 @@ extension GroceryApp {
         return document
     }
 
-    /// Downloads a placeholder's contents, telling `progress` the percent done.
-    public func download(_ entry: GroceryEntry, progress: @escaping @Sendable (Double) -> Void = { _ in }) async throws
-    {
+    /// Downloads the item's latest version, telling `progress` the percent done.
+    /// - Throws: ``GroceryError/Code/downloadFailed`` when the download fails or takes over `timeout`.
+    public func download(
+        _ entry: GroceryEntry, timeout: Duration = .seconds(600),
+        progress: @escaping @Sendable (Double) -> Void = { _ in }
+    ) async throws {
         let url = entry.url
-        try await FileManager.default.startDownloadingUbiquitousItem(at: url)
-        var last = -1.0
-        while true {
-            let values = try url.ubiquitousResourceValues()
-            if let error = values.downloadingError {
-                throw GroceryError(.downloadFailed, "could not download \(entry.fileName): \(error.message)")
+        let outcome = Mutex<Result<Void, any Error>?>(nil)
+        let download = Task {
+            do {
+                try await FileManager.default.startDownloadingUbiquitousItem(at: url)
+                outcome.withLock { $0 = .success(()) }
+            } catch {
+                outcome.withLock { $0 = .failure(error) }
             }
-            if values.downloadingStatus != .notDownloaded {
+        }
+        defer { download.cancel() }
+        let deadline = ContinuousClock.now + timeout
+        var last = -1.0
+        while ContinuousClock.now < deadline {
+            if let finished = outcome.withLock({ $0 }) {
+                if case .failure(let error) = finished {
+                    throw GroceryError(
+                        .downloadFailed,
+                        "could not download \(entry.displayName): \(error); check the connection and try again")
+                }
                 progress(100)
                 return
             }
-            let percent = values.percentDownloaded ?? 0
-            if percent != last {
+            if let percent = (try? url.ubiquitousResourceValues())?.percentDownloaded, percent != last, percent < 100 {
                 progress(percent)
                 last = percent
             }
-            try await Task.sleep(for: .milliseconds(50))
+            try await Task.sleep(for: .milliseconds(100))
         }
+        throw GroceryError(.downloadFailed, "the download of \(entry.displayName) took over \(timeout); try again")
     }
 
     /// Saves and closes `document`.

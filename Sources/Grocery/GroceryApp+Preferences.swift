@@ -21,8 +21,8 @@ extension GroceryApp {
     }
 
     /// Sets the preferred order; it reaches the other devices with the next sync.
-    public func setSortOrder(_ order: SortOrder) async {
-        store.set(order.rawValue, forKey: Self.sortOrderKey)
+    public func setSortOrder(_ order: SortOrder) async throws {
+        try store.setValue(.string(order.rawValue), forKey: Self.sortOrderKey)
         await store.synchronized()
     }
 
@@ -35,9 +35,8 @@ extension GroceryApp {
     /// Adds `name` to the quick list.
     public func addToQuickList(_ name: String) async throws {
         let name = try Self.validName(name)
-        store.set(quickList + [name], forKey: Self.quickListKey)
+        try store.setValue(.array((quickList + [name]).map { .string($0) }), forKey: Self.quickListKey)
         await store.synchronized()
-        if let error = store.lastError { throw error }
     }
 
     /// Removes every `name` from the quick list (any case).
@@ -47,7 +46,7 @@ extension GroceryApp {
         guard kept.count < list.count else {
             throw GroceryError(.noSuchItem, "\"\(name)\" is not on the quick list")
         }
-        store.set(kept, forKey: Self.quickListKey)
+        try store.setValue(.array(kept.map { .string($0) }), forKey: Self.quickListKey)
         await store.synchronized()
     }
 }

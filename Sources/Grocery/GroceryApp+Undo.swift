@@ -21,19 +21,20 @@ extension GroceryApp {
     @discardableResult
     public func undo() async throws -> String {
         var journal = try journal
-        guard let edit = journal.lastUndo else { throw GroceryError(.nothingToUndo, "there is nothing to undo") }
-        let document = try await open(edit, expecting: edit.after, doing: "undo")
+        guard journal.canUndo else { throw GroceryError(.nothingToUndo, "there is nothing to undo") }
+        let (document, edit) = try await open(journal.lastUndo, expecting: \.after, doing: "undo", in: &journal)
         let undoManager: UndoManager = document.undoManager
         undoManager.beginUndoGrouping()
-        undoManager.registerUndo(withTarget: document) { $0.change(to: edit.before, actionName: edit.actionName) }
-        undoManager.setActionName(edit.actionName)
+        let (before, actionName) = (edit.before, edit.actionName)
+        undoManager.registerUndo(withTarget: document) { $0.change(to: before, actionName: actionName) }
+        undoManager.setActionName(actionName)
         undoManager.endUndoGrouping()
         undoManager.undo()
         // The step registered here counted as a change, which its undo took back; the contents did change, though.
         if !document.hasUnsavedChanges { document.updateChangeCount(.done) }
         try await save(document)
         try journal.didUndo()
-        return edit.actionName
+        return actionName
     }
 
     /// Redoes the last undone edit (an edit made since forgets it, as an undo manager does).
@@ -41,26 +42,45 @@ extension GroceryApp {
     @discardableResult
     public func redo() async throws -> String {
         var journal = try journal
-        guard let edit = journal.lastRedo else { throw GroceryError(.nothingToUndo, "there is nothing to redo") }
-        let document = try await open(edit, expecting: edit.before, doing: "redo")
+        guard journal.canRedo else { throw GroceryError(.nothingToUndo, "there is nothing to redo") }
+        let (document, edit) = try await open(journal.lastRedo, expecting: \.before, doing: "redo", in: &journal)
         document.change(to: edit.after, actionName: edit.actionName)
         try await save(document)
         try journal.didRedo()
         return edit.actionName
     }
 
-    /// Opens the document `edit` changed, checking it still holds `expected`.
+    /// Opens the document `edit` changed, checking it still holds what `expected` picks from the edit. A step that
+    /// can no longer be taken — its item gone, or changed since (on another device, say), or its record unreadable
+    /// — is dropped from the journal, so that the steps before it stay reachable; the error says so.
     private func open(
-        _ edit: EditJournal.Edit, expecting expected: GroceryItemDocument.Contents, doing verb: String
-    ) async throws -> GroceryItemDocument {
-        let entry = try await find(edit.fileName)
-        let document = try await open(entry)
-        guard document.contents == expected else {
-            try? await document.closeDocument()
+        _ edit: EditJournal.Edit?, expecting expected: KeyPath<EditJournal.Edit, GroceryItemDocument.Contents>,
+        doing verb: String, in journal: inout EditJournal
+    ) async throws -> (GroceryItemDocument, EditJournal.Edit) {
+        let redo = verb == "redo"
+        guard let edit else {
+            try journal.dropLast(redo: redo)
+            throw GroceryError(.nothingToUndo, "the last step to \(verb) could not be read; it is dropped")
+        }
+        let entry: GroceryEntry
+        do {
+            entry = try await find(edit.fileName)
+        } catch let error as GroceryError where error.code == .noSuchItem {
+            try journal.dropLast(redo: redo)
             throw GroceryError(
                 .nothingToUndo,
-                "cannot \(verb) \(edit.actionName): \(document.name) has changed since (perhaps on another device)")
+                "cannot \(verb) \(edit.actionName): the item is gone (deleted, perhaps on another "
+                    + "device); that step is dropped, run `grocery \(verb)` again for the one before")
         }
-        return document
+        let document = try await open(entry)
+        guard document.contents == edit[keyPath: expected] else {
+            try? await document.closeDocument()
+            try journal.dropLast(redo: redo)
+            throw GroceryError(
+                .nothingToUndo,
+                "cannot \(verb) \(edit.actionName): \(document.name) has changed since (perhaps on another device); "
+                    + "that step is dropped, nothing was changed")
+        }
+        return (document, edit)
     }
 }

@@ -107,16 +107,21 @@ public final class GroceryApp {
         return sorted(query.results.map(GroceryEntry.init))
     }
 
-    /// The entries in the preferred order (see ``sortOrder``).
+    /// The entries in the preferred order (see ``sortOrder``); placeholders, whose names and dates are not known
+    /// here yet, come last, by file name.
     public func sorted(_ entries: [GroceryEntry]) -> [GroceryEntry] {
-        switch sortOrder {
-        case .name:
-            return entries.sorted {
-                ($0.name ?? "\u{10FFFF}", $0.fileName) < ($1.name ?? "\u{10FFFF}", $1.fileName)
-            }
-        case .newest:
-            return entries.sorted {
-                ($0.creationDate ?? .distantPast, $1.fileName) > ($1.creationDate ?? .distantPast, $0.fileName)
+        let order = sortOrder
+        return entries.sorted { a, b in
+            switch (a.name, b.name) {
+            case (nil, nil): return a.fileName < b.fileName
+            case (nil, _): return false
+            case (_, nil): return true
+            case (let first?, let second?):
+                if order == .newest, a.creationDate != b.creationDate {
+                    return (a.creationDate ?? .distantPast) > (b.creationDate ?? .distantPast)
+                }
+                let names = first.localizedStandardCompare(second)
+                return names == .orderedSame ? a.fileName < b.fileName : names == .orderedAscending
             }
         }
     }
@@ -125,10 +130,12 @@ public final class GroceryApp {
     /// - Throws: ``GroceryError/Code/noSuchItem`` or ``GroceryError/Code/ambiguousItem``.
     public func find(_ reference: String, in entries: [GroceryEntry]? = nil) async throws -> GroceryEntry {
         let entries = if let entries { entries } else { try await items() }
+        let reference = reference.trimmingCharacters(in: .whitespacesAndNewlines)
         let wanted = reference.lowercased()
         let byName = entries.filter { $0.name?.lowercased() == wanted }
+        // An id is matched by at least six of its characters, so that a short name is never taken for one.
         let byID = entries.filter {
-            $0.fileName == reference || (wanted.count >= 4 && $0.id.lowercased().hasPrefix(wanted))
+            $0.fileName == reference || (wanted.count >= 6 && $0.id.lowercased().hasPrefix(wanted))
         }
         let matches = byName.isEmpty ? byID : byName
         guard let first = matches.first else {

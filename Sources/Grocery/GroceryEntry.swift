@@ -28,7 +28,7 @@ public struct GroceryEntry: Hashable, Sendable {
     public var hasImage: Bool?
     /// The package's size in bytes, as the service knows it.
     public var size: Int64
-    /// When the item was created, when known.
+    /// When the item was made (kept in its package, so the same on every device); `nil` for a placeholder.
     public var creationDate: Date?
     /// Downloaded, current, or not downloaded.
     public var downloadingStatus: UbiquitousItemResourceValues.DownloadingStatus
@@ -51,14 +51,14 @@ public struct GroceryEntry: Hashable, Sendable {
     public var displayName: String { name ?? "(\(fileName))" }
 
     /// The entry of an item just saved on this device, before the engine has taken it up: here, not uploaded yet.
-    init(saved url: URL, contents: GroceryItemDocument.Contents, size: Int64) {
+    init(saved url: URL, contents: GroceryItemDocument.Contents, size: Int64, creationDate: Date?) {
         self.id = GroceryItemType.id(ofFile: url.lastPathComponent)
         self.fileName = url.lastPathComponent
         self.url = url
         self.name = contents.name
         self.hasImage = contents.image != nil
         self.size = size
-        self.creationDate = nil
+        self.creationDate = creationDate
         self.downloadingStatus = .current
         self.hasUnresolvedConflicts = false
         self.isUploaded = false
@@ -80,7 +80,11 @@ public struct GroceryEntry: Hashable, Sendable {
             ? FileManager.default.fileExists(atPath: url.appendingPathComponent(GroceryItemDocument.imageFile).path)
             : nil
         self.size = item.fileSize
-        self.creationDate = item.creationDate
+        self.creationDate =
+            present
+            ? FileManager.default.contents(atPath: url.appendingPathComponent(GroceryItemDocument.createdFile).path)
+                .flatMap(GroceryItemDocument.date)
+            : nil
         self.downloadingStatus = item.downloadingStatus
         self.hasUnresolvedConflicts = item.hasUnresolvedConflicts
         self.isUploaded = item.isUploaded

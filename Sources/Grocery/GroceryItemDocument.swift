@@ -26,11 +26,15 @@ public final class GroceryItemDocument: Document {
     nonisolated public static let nameFile = "name.txt"
     /// The package member holding the image.
     nonisolated public static let imageFile = "image.png"
+    /// The package member holding when the item was made (ISO 8601), the same on every device.
+    nonisolated public static let createdFile = "created.txt"
 
     /// The item's name.
     public private(set) var name = ""
     /// The item's image (PNG bytes), if any.
     public private(set) var image: Data?
+    /// When the item was made; set once, when it is created.
+    public var creationDate: Date?
     /// The image's wrapper as last read or written, kept so that an unchanged image is not written again.
     private var imageWrapper: FileWrapper?
 
@@ -67,6 +71,9 @@ public final class GroceryItemDocument: Document {
 
     public override func contents(forType typeName: String) throws -> Any {
         var members = [Self.nameFile: FileWrapper(regularFileWithContents: Data(name.utf8))]
+        if let creationDate {
+            members[Self.createdFile] = FileWrapper(regularFileWithContents: Data(creationDate.ISO8601Format().utf8))
+        }
         if let image {
             let wrapper = imageWrapper ?? FileWrapper(regularFileWithContents: image)
             imageWrapper = wrapper
@@ -83,7 +90,14 @@ public final class GroceryItemDocument: Document {
             throw GroceryError(.damagedItem, "\(fileURL.lastPathComponent) has no \(Self.nameFile)")
         }
         name = String(decoding: nameData, as: UTF8.self)
+        creationDate = members[Self.createdFile]?.regularFileContents.flatMap(Self.date)
         imageWrapper = members[Self.imageFile]
         image = imageWrapper?.regularFileContents
+    }
+
+    /// The date a `created.txt` holds.
+    nonisolated static func date(_ data: Data) -> Date? {
+        try? Date(
+            String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines), strategy: .iso8601)
     }
 }

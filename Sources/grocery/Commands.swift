@@ -66,9 +66,13 @@ struct Show: AsyncParsableCommand {
     func run() async throws {
         try await options.run(syncingAfter: false) { app in
             var entry = try await app.find(item)
-            if entry.downloadingStatus == .notDownloaded {
-                try await app.download(entry, progress: printProgress("downloading \(entry.fileName)"))
-                entry = try await app.entry(at: entry.url)
+            if entry.downloadingStatus != .current {
+                do {
+                    try await app.download(entry, progress: printProgress("downloading \(entry.displayName)"))
+                    entry = try await app.entry(at: entry.url)
+                } catch  where entry.downloadingStatus == .downloaded {
+                    print("could not get the latest version (\(error)); showing the copy on this device")
+                }
             }
             let document = try await app.open(entry)
             print("name:   \(document.name)")
@@ -89,7 +93,7 @@ struct Delete: AsyncParsableCommand {
     func run() async throws {
         try await options.run { app in
             let entry = try await app.find(item)
-            try await app.delete(item)
+            try await app.delete(entry)
             print("deleted \(entry.displayName)")
         }
     }
@@ -184,7 +188,7 @@ struct Prefs: AsyncParsableCommand {
                 guard let order = GroceryApp.SortOrder(rawValue: sortOrder) else {
                     throw ValidationError("the sort order is `name` or `newest`")
                 }
-                await app.setSortOrder(order)
+                try await app.setSortOrder(order)
             }
             print("sort order: \(app.sortOrder.rawValue)")
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Grocery
 import SyncEngine
+import UbiquityKit
 
 /// `grocery`: the seeds' Grocery app on the command line — a shared list kept in step across a person's devices.
 @main
@@ -41,14 +42,14 @@ struct DeviceOption: ParsableArguments {
             // Offline, the app works with what this device has; what it changes goes up with a later sync.
             do {
                 try await withProgress("syncing with \(profile.server)") { try await app.synchronize() }
-            } catch {
+            } catch  where isOffline(error) {
                 print("offline (\(error)): showing what this device has")
             }
             try await body(app)
             if syncingAfter {
                 do {
                     try await app.synchronize()
-                } catch {
+                } catch  where isOffline(error) {
                     print("saved on this device; it goes to the other devices with the next sync (offline: \(error))")
                 }
             }
@@ -58,6 +59,16 @@ struct DeviceOption: ParsableArguments {
         }
         await app.close()
     }
+}
+
+/// Whether a failed sync means the service could not be reached (the app goes on with what the device has), as
+/// opposed to a refusal (a token no longer valid) or a local problem (the engine unavailable), which end the command.
+func isOffline(_ error: any Error) -> Bool {
+    if error is UbiquityError { return false }
+    if let error = error as? ProtocolError {
+        return ![.unauthorized, .tokenNotFound, .invalidAccount, .containerNotPermitted].contains(error.code)
+    }
+    return true
 }
 
 /// Runs `work`; when it takes more than a second (a first sync of many items), says what is going on, and again

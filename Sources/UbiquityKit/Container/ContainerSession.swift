@@ -180,11 +180,11 @@ final class ContainerSession: Sendable {
     func synchronize() async throws {
         try await connection.syncNow()
         let (items, transfers) = try await connection.items()
+        // Only adds and updates: an item the snapshot lacks may be one an event added just after it was taken;
+        // removals come with their own events.
         mirror.withLock { mirror in
-            let kept = Set(items.map(\.id))
-            for id in Array(mirror.pathByID.keys) where !kept.contains(id) { mirror.remove(id) }
             for item in items { mirror.set(item) }
-            mirror.transfers = transfers
+            mirror.transfers.merge(transfers) { _, new in new }
         }
     }
 

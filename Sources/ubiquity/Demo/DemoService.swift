@@ -20,7 +20,10 @@ struct DemoService {
         let service = try await UbiquityService(configuration: configuration, logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let application = try service.makeApplication { continuation.yield($0.localAddress?.port ?? 0) }
-        let task = Task { try await application.run() }
+        let task = Task {
+            defer { continuation.finish() }  // a service that fails to start ends the wait for its port
+            try await application.run()
+        }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next(), port > 0 else { throw DemoFailure("the sync service did not start") }
         return DemoService(

@@ -220,7 +220,7 @@ final class SyncDemo {
         guard let laptop, let desktop else { return }
         narrator.step(7, "A preference: the sort order, set on the laptop")
         let start = ContinuousClock.now
-        await laptop.setSortOrder(.newest)
+        try await laptop.setSortOrder(.newest)
         _ = try await waitFor("the sort order on the desktop") { desktop.sortOrder == .newest ? true : nil }
         narrator.done("the desktop lists newest first too, \(elapsed(since: start))")
     }
