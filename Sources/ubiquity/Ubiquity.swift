@@ -7,6 +7,7 @@ struct Ubiquity: AsyncParsableCommand {
         abstract: "Documents that save themselves and sync across your machines.",
         subcommands: [
             DemoCommand.self, ServerCommand.self, LoginCommand.self, SyncCommand.self, ListCommand.self,
+            StatusCommand.self,
             DownloadCommand.self, EvictCommand.self, VersionsCommand.self, ResolveCommand.self, KeyValueCommand.self,
         ]
     )

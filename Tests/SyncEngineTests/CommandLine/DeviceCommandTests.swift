@@ -82,12 +82,34 @@ struct DeviceCommandTests {
             ["ls", "--container", container, "--profile", "desktop", "--root", desktopRoot], home: home)
         #expect(listing.output.contains("Documents/Big.txt"))
         #expect(listing.output.contains("not downloaded"))
+        let before = try await ubiquity(
+            ["status", "--container", container, "--profile", "desktop", "--root", desktopRoot], home: home)
+        #expect(before.status == 0, "status: \(before.output)")
+        #expect(before.output.contains("device:     desktop, account ada"), "status: \(before.output)")
+        #expect(before.output.contains("engine:     not running"), "status: \(before.output)")
+        #expect(
+            before.output.contains("items:      1 (0 here, 1 not downloaded, 0 waiting to upload)"), "\(before.output)")
+        #expect(before.output.contains("in step"), "status: \(before.output)")
         let fetched = try await ubiquity(
             ["download", "Documents/Big.txt", "--container", container, "--profile", "desktop", "--root", desktopRoot],
             home: home)
         #expect(fetched.status == 0, "download: \(fetched.output)")
         let copy = URL(fileURLWithPath: desktopRoot).appendingPathComponent("\(container)/Documents/Big.txt")
         #expect(try Data(contentsOf: copy) == Data(text.utf8))
+        // Changed here and not synced since: the status names it as waiting to upload.
+        try Data("shorter".utf8).write(to: copy)
+        let after = try await ubiquity(
+            ["status", "--container", container, "--profile", "desktop", "--root", desktopRoot], home: home)
+        #expect(
+            after.output.contains("items:      1 (1 here, 0 not downloaded, 1 waiting to upload)"), "\(after.output)")
+        #expect(after.output.contains("to upload: Documents/Big.txt"), "status: \(after.output)")
+        #expect(!after.output.contains("in step"))
+        let synced = try await ubiquity(
+            ["sync", "--once", "--container", container, "--profile", "desktop", "--root", desktopRoot], home: home)
+        #expect(synced.status == 0, "sync: \(synced.output)")
+        let clean = try await ubiquity(
+            ["status", "--container", container, "--profile", "desktop", "--root", desktopRoot], home: home)
+        #expect(clean.output.contains("in step"), "status: \(clean.output)")
 
         // The key-value store: set on one device, read on the other.
         let laptopOptions = ["--container", container, "--profile", "laptop", "--root", laptopRoot]
@@ -157,6 +179,8 @@ struct DeviceCommandTests {
         }
 
         let arguments = ["--container", container, "--profile", "desktop", "--root", desktopRoot.path]
+        let status = try await ubiquity(["status"] + arguments, home: home)
+        #expect(status.output.contains("engine:     running"), "status: \(status.output)")
         let fetched = try await ubiquity(["download", path.string] + arguments, home: home)
         #expect(fetched.status == 0, "download: \(fetched.output)")
         #expect(try Data(contentsOf: layout.url(of: path)) == Data(text.utf8))
