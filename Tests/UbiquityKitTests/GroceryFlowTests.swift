@@ -42,9 +42,11 @@ struct GroceryFlowTests {
             #expect(opened.name == "Milk")
             let current = await eventually { (try? theirs.ubiquitousResourceValues())?.downloadingStatus == .current }
             let asked = try? await FileManager.default.ubiquitousResourceValues(at: theirs)
+            let recorded = try? LocalStateStore(url: desktop.folder.appendingPathComponent(".ubiquity/state.sqlite"))
+                .item(at: ItemPath("Documents/\(name)"))
             #expect(
                 current,
-                "mirror: \(String(describing: try? theirs.ubiquitousResourceValues())); engine: \(String(describing: asked))"
+                "mirror: \(String(describing: try? theirs.ubiquitousResourceValues())); engine: \(String(describing: asked)); recorded: \(String(describing: recorded))"
             )
             #expect(await eventually { query.results.first { $0.fileName == name }?.downloadingStatus == .current })
             #expect(states.contains { $0.contains(.progressAvailable) })

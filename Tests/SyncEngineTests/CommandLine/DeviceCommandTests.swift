@@ -179,8 +179,6 @@ struct DeviceCommandTests {
         }
 
         let arguments = ["--container", container, "--profile", "desktop", "--root", desktopRoot.path]
-        let status = try await ubiquity(["status"] + arguments, home: home)
-        #expect(status.output.contains("engine:     running"), "status: \(status.output)")
         let fetched = try await ubiquity(["download", path.string] + arguments, home: home)
         #expect(fetched.status == 0, "download: \(fetched.output)")
         #expect(try Data(contentsOf: layout.url(of: path)) == Data(text.utf8))

@@ -91,9 +91,10 @@ struct LocalScanTests {
             try FileManager.default.moveItem(
                 at: layout.folder.appendingPathComponent("Documents/Eggs.txt"),
                 to: layout.folder.appendingPathComponent("Documents/Breakfast.txt"))
-            try FileManager.default.removeItem(at: layout.folder.appendingPathComponent("Documents/Old.txt"))
             try write("new", to: "Documents/New/Fresh.txt", in: layout)
             try write("image", to: "Documents/Milk.item/image.png", in: layout)
+            // Deleted after the new files are made, so that neither reuses its inode (which reads as a rename).
+            try FileManager.default.removeItem(at: layout.folder.appendingPathComponent("Documents/Old.txt"))
 
             let changes = LocalChangeDetector.changes(known: known, scanned: try scanner.scan(layout.folder).items)
             #expect(
