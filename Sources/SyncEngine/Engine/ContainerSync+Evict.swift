@@ -9,6 +9,10 @@ extension ContainerSync {
     ///   for a folder; ``ProtocolError/Code/notUploaded`` when the local copy has changes the service does not have
     ///   yet (evicting would lose them) — nothing changes then.
     public func evict(_ path: ItemPath) async throws {
+        try await betweenRounds { try await self.evictNow(path) }
+    }
+
+    private func evictNow(_ path: ItemPath) async throws {
         guard var item = try state.item(at: path) else {
             throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
         }

@@ -107,6 +107,23 @@ public actor ContainerSync {
         }
     }
 
+    /// Runs `work` between rounds: after the round under way (if any), and before any round asked for meanwhile.
+    /// An eviction removes a file and then records the placeholder; a round's scan between the two would take the
+    /// missing file for a deletion by the user, so it never overlaps a round.
+    func betweenRounds(_ work: @escaping @Sendable () async throws -> Void) async throws {
+        let previous = round
+        let next = Task {
+            _ = await previous?.result
+            try await work()
+        }
+        round = next
+        try await withTaskCancellationHandler {
+            try await next.value
+        } onCancel: {
+            next.cancel()
+        }
+    }
+
     /// Clears what a stopped engine left in `.ubiquity/tmp/` but partial downloads (resumed when next asked for).
     /// Only the holder of the container's ``EngineLock`` may call this: another engine's files are there otherwise.
     public func clearTemporaryFiles() {
