@@ -2,9 +2,9 @@ import DocumentKit
 import Foundation
 import Testing
 
-/// The README's code sample, compiled and run as written (inside a namespace, in a temporary directory).
+/// The smallest document a developer writes (the README's sample before it grew a query, which UbiquityKitTests
+/// now checks against the README), compiled and run in a temporary directory.
 enum ReadmeSample {
-    // --- from README.md ---
     final class NoteDocument: Document {
         var text = ""
 
@@ -16,16 +16,14 @@ enum ReadmeSample {
             text = String(decoding: contents as? Data ?? Data(), as: UTF8.self)
         }
     }
-    // --- end ---
 }
 
-@Suite("README sample")
+@Suite("A minimal document")
 @MainActor
 struct ReadmeSampleTests {
-    @Test("the README's document sample creates, edits and closes a note")
+    @Test("a minimal document creates, edits and closes a note, and the file holds the edit")
     func sample() async throws {
         let directory = try TemporaryDirectory()
-        // As in the README, with the path moved into a temporary directory.
         let note = ReadmeSample.NoteDocument(fileURL: directory.file("Shopping.txt"))
         if await note.save(to: note.fileURL, for: .forCreating) {
             note.text = "milk, eggs"
