@@ -130,23 +130,27 @@ let package = Package(
             dependencies: ["DocumentKit"],
             path: "Tests/DocumentTestHelper"
         ),
+        // Starts the tests' child processes with posix_spawn: Foundation's Process.run could crash the test process.
+        .target(name: "ChildProcess", path: "Tests/ChildProcess"),
         // What the sync and UbiquityKit tests share: a service on loopback, `ubiquity` child processes, waiting.
         .target(
             name: "UbiquityTestSupport",
             dependencies: [
-                "SyncEngine", "UbiquityProtocol", "UbiquityServer", .product(name: "Logging", package: "swift-log"),
+                "ChildProcess", "SyncEngine", "UbiquityProtocol", "UbiquityServer",
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/UbiquityTestSupport"
         ),
         .testTarget(
             name: "DocumentKitTests",
-            dependencies: ["DocumentKit", "document-test-helper", "ubiquity"]
+            dependencies: ["ChildProcess", "DocumentKit", "document-test-helper", "ubiquity"]
         ),
         .testTarget(name: "UbiquityProtocolTests", dependencies: ["UbiquityProtocol"]),
         // Vectors/ holds the chunker's test vectors and the Python reference that made them; the tests read them.
         .testTarget(
             name: "SyncEngineTests",
             dependencies: [
+                "ChildProcess",
                 "DocumentKit",
                 "SyncEngine",
                 "UbiquityProtocol",
@@ -186,6 +190,7 @@ let package = Package(
         .testTarget(
             name: "UbiquityServerTests",
             dependencies: [
+                "ChildProcess",
                 "UbiquityServer",
                 "UbiquityProtocol",
                 "ubiquity",

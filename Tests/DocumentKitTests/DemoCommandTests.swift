@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 
@@ -6,20 +7,15 @@ struct DemoCommandTests {
     @Test("`ubiquity demo --documents` runs every step, checks what it narrates, and exits 0")
     func demoRuns() async throws {
         let executable = try builtProduct("ubiquity")
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = ["demo", "--documents"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            executable, arguments: ["demo", "--documents"], standardInput: .nullDevice, standardOutput: .pipe,
+            standardError: .sameAsStandardOutput)
         // The demo takes seconds: wait for it on a Dispatch thread, not on one the other tests share.
-        let data = await withCheckedContinuation { continuation in
+        let data = try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
-                let data = output.fileHandleForReading.readDataToEndOfFile()
+                let data = Result { try process.readAllOutput() }
                 process.waitUntilExit()
-                continuation.resume(returning: data)
+                continuation.resume(with: data)
             }
         }
         let text = String(decoding: data, as: UTF8.self)

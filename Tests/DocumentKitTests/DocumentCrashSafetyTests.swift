@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 
@@ -137,27 +138,21 @@ struct KillCycles: Sendable {
     /// Starts the save loop, waits for its first save, kills it 0–40 ms later and returns the last generation it
     /// reported saved.
     private func killMidSave(helper: URL, document: URL) throws -> Int {
-        let process = Process()
-        process.executableURL = helper
-        process.arguments = ["doc-save-loop", document.path, mode]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        defer {
-            try? output.fileHandleForReading.close()
-            try? errors.fileHandleForReading.close()
+        // The pipes' read ends are closed when `process` is released, at the end of this call.
+        let process = try ChildProcess(
+            helper, arguments: ["doc-save-loop", document.path, mode], standardInput: .nullDevice,
+            standardOutput: .pipe, standardError: .pipe)
+        guard let output = process.standardOutputDescriptor, let errors = process.standardErrorDescriptor else {
+            throw CrashCheckFailure("the save loop was started without its output pipes")
         }
-        let lines = SavedLines(descriptor: output.fileHandleForReading.fileDescriptor)
+        let lines = SavedLines(descriptor: output)
         let started = lines.waitForFirst(timeoutMilliseconds: 30_000)
         if started { usleep(UInt32.random(in: 0...40_000)) }
-        kill(process.processIdentifier, SIGKILL)
+        process.kill()
         process.waitUntilExit()
         lines.drain()
-        let diagnostics = String(decoding: readAvailable(errors.fileHandleForReading.fileDescriptor), as: UTF8.self)
-        guard process.terminationReason == .uncaughtSignal, process.terminationStatus == SIGKILL else {
+        let diagnostics = String(decoding: readAvailable(errors), as: UTF8.self)
+        guard process.endedBySignal, process.terminationStatus == SIGKILL else {
             throw CrashCheckFailure(
                 "the save loop ended by itself (status \(process.terminationStatus)): \(diagnostics)")
         }

@@ -1,3 +1,4 @@
+import ChildProcess
 import DocumentKit
 import Foundation
 import Synchronization
@@ -105,20 +106,15 @@ func helperExecutable() throws -> URL {
 }
 
 /// A running `document-test-helper`; closing its standard input is its signal to let go.
-final class HelperProcess: @unchecked Sendable {
-    // @unchecked Sendable: the process and pipe are set up in init and only read afterwards.
-    let process = Process()
-    private let input = Pipe()
+final class HelperProcess: Sendable {
+    let process: ChildProcess
 
     init(_ arguments: [String]) throws {
-        process.executableURL = try helperExecutable()
-        process.arguments = arguments
-        process.standardInput = input
-        try process.run()
+        process = try ChildProcess(try helperExecutable(), arguments: arguments, standardInput: .pipe)
     }
 
     /// Closes standard input.
-    func release() { input.fileHandleForWriting.closeFile() }
+    func release() { process.closeInput() }
 
     /// Waits (at most `timeout`) for the process to end; returns its exit status, or `nil` if it did not end.
     func wait(timeout: TimeInterval = 10) -> Int32? {

@@ -1,5 +1,5 @@
+import ChildProcess
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -10,12 +10,8 @@ import Synchronization
 /// A `ubiquity` child process, run as a user would run it: the executable built beside the tests, with the test's
 /// own configuration and data folders, its standard output and error going to a log file (so a chatty child never
 /// blocks on a full pipe). Waiting for it happens on a Dispatch thread, never on Swift concurrency's shared ones.
-public final class UbiquityProcess: @unchecked Sendable {
-    // @unchecked Sendable: `process` is set up in init and afterwards only asked about its state or signalled, which
-    // Foundation's `Process` allows from any thread; `log` never changes.
-    private let process = Process()
-    /// Held while a child is launched.
-    private static let launches = Mutex(())
+public final class UbiquityProcess: Sendable {
+    private let child: ChildProcess
     /// Where the child's standard output and error go.
     public let log: URL
 
@@ -28,21 +24,14 @@ public final class UbiquityProcess: @unchecked Sendable {
         self.log = log
         try FileManager.default.createDirectory(at: log.deletingLastPathComponent(), withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        process.executableURL = try Self.executable(program)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, own in own }
-        let output = try FileHandle(forWritingTo: log)
-        process.standardOutput = output
-        process.standardError = output
-        let stdin = Pipe()
-        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-        // Foundation's Process.run() has crashed (memcpy in run) when several threads launched children at once:
-        // launches from this type go one at a time.
-        try Self.launches.withLock { _ in try process.run() }
-        try output.close()
+        child = try ChildProcess(
+            try Self.executable(program), arguments: arguments,
+            environment: ChildProcess.environment(adding: environment),
+            standardInput: input == nil ? .nullDevice : .pipe, standardOutput: .file(log),
+            standardError: .sameAsStandardOutput)
         if let input {
-            stdin.fileHandleForWriting.write(Data(input.utf8))
-            try stdin.fileHandleForWriting.close()
+            try child.writeInput(Data(input.utf8))
+            child.closeInput()
         }
     }
 
@@ -60,16 +49,16 @@ public final class UbiquityProcess: @unchecked Sendable {
     }
 
     /// The process id.
-    public var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { child.pid }
 
     /// Whether the child still runs.
-    public var isRunning: Bool { process.isRunning }
+    public var isRunning: Bool { child.isRunning }
 
     /// The exit status (or the signal) of an ended child.
-    public var terminationStatus: Int32 { process.terminationStatus }
+    public var terminationStatus: Int32 { child.terminationStatus }
 
     /// Whether an ended child ended by a signal.
-    public var endedBySignal: Bool { process.terminationReason == .uncaughtSignal }
+    public var endedBySignal: Bool { child.endedBySignal }
 
     /// What the child wrote so far.
     public var output: String { (try? String(decoding: Data(contentsOf: log), as: UTF8.self)) ?? "" }
@@ -87,18 +76,13 @@ public final class UbiquityProcess: @unchecked Sendable {
     /// ended.
     @discardableResult
     public func stop(with signal: Int32, timeout: TimeInterval = 30) async -> Bool {
-        if process.isRunning { _ = kill(process.processIdentifier, signal) }
+        child.signal(signal)
         return await waitForExit(timeout: timeout)
     }
 
     /// Waits (at most `timeout`) for the child to end; returns whether it did.
     public func waitForExit(timeout: TimeInterval) async -> Bool {
-        let ended = try? await offPool { [self] in
-            let deadline = Date(timeIntervalSinceNow: timeout)
-            while process.isRunning && Date() < deadline { usleep(2_000) }
-            return !process.isRunning
-        }
-        return ended ?? false
+        await child.waitForExit(timeout: .seconds(timeout))
     }
 
     /// The executable `program` built beside the test bundle.

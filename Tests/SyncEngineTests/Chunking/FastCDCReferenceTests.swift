@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import Testing
 import UbiquityTestSupport
@@ -56,14 +57,13 @@ struct FastCDCReferenceTests {
     ) throws -> [Int] {
         let input = try directory.file("input", bytes)
         let output = directory.url.appendingPathComponent("cut-points.json")
-        let process = Process()
-        process.executableURL = python3Executable
-        process.arguments = [
-            vectorsFolder.appendingPathComponent("fastcdc_reference.py").path, "cut",
-            "\(configuration.minimumSize)", "\(configuration.averageSize)", "\(configuration.maximumSize)",
-            "\(configuration.normalizationLevel)", input.path, output.path,
-        ]
-        try process.run()
+        let process = try ChildProcess(
+            try #require(python3Executable),
+            arguments: [
+                vectorsFolder.appendingPathComponent("fastcdc_reference.py").path, "cut",
+                "\(configuration.minimumSize)", "\(configuration.averageSize)", "\(configuration.maximumSize)",
+                "\(configuration.normalizationLevel)", input.path, output.path,
+            ])
         process.waitUntilExit()
         try #require(process.terminationStatus == 0, "the Python reference ran")
         return try JSONDecoder().decode([Int].self, from: Data(contentsOf: output))

@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 import SyncEngine
 import Testing
@@ -22,22 +23,12 @@ struct DeviceCommandTests {
     private static func run(_ arguments: [String], input: String, home: URL) throws -> Run {
         let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let executable = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("ubiquity")
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CONFIG_HOME"] = home.appendingPathComponent("config").path
-        environment["XDG_DATA_HOME"] = home.appendingPathComponent("data").path
-        process.environment = environment
-        let output = Pipe()
-        let stdin = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = stdin
-        try process.run()
-        stdin.fileHandleForWriting.write(Data(input.utf8))
-        try stdin.fileHandleForWriting.close()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let process = try ChildProcess(
+            executable, arguments: arguments, environment: environment(home: home), standardInput: .pipe,
+            standardOutput: .pipe, standardError: .sameAsStandardOutput)
+        try process.writeInput(Data(input.utf8))
+        process.closeInput()
+        let data = try process.readAllOutput()
         process.waitUntilExit()
         return Run(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
     }
@@ -192,18 +183,19 @@ struct DeviceCommandTests {
     }
 
     /// Starts the built `ubiquity` with `arguments` in the background, in the test's own config and data folders.
-    private static func start(_ arguments: [String], home: URL) throws -> Process {
+    private static func start(_ arguments: [String], home: URL) throws -> ChildProcess {
         let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("ubiquity")
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_CONFIG_HOME"] = home.appendingPathComponent("config").path
-        environment["XDG_DATA_HOME"] = home.appendingPathComponent("data").path
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+        return try ChildProcess(
+            URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("ubiquity"),
+            arguments: arguments, environment: environment(home: home), standardInput: .nullDevice,
+            standardOutput: .nullDevice, standardError: .nullDevice)
+    }
+
+    /// This process's environment with the config and data folders in `home`.
+    private static func environment(home: URL) -> [String] {
+        ChildProcess.environment(adding: [
+            "XDG_CONFIG_HOME": home.appendingPathComponent("config").path,
+            "XDG_DATA_HOME": home.appendingPathComponent("data").path,
+        ])
     }
 }

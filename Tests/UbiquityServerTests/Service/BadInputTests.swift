@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import ChildProcess
 import Foundation
 import HTTPTypes
 import HummingbirdTesting
@@ -244,9 +245,8 @@ struct BadInputTests {
 
     /// The `ubiquity` executable built beside the tests, run as a child process, so a crash it suffers is observed
     /// instead of ending the test run.
-    final class ChildServer: @unchecked Sendable {
-        // @unchecked Sendable: everything is set up in init; afterwards the process is only queried and killed.
-        private let process = Process()
+    final class ChildServer: Sendable {
+        private let process: ChildProcess
         private let output: URL
         private let errors: URL
 
@@ -263,12 +263,9 @@ struct BadInputTests {
                 let bundle = Bundle.allBundles.first { $0.bundlePath.hasSuffix(".xctest") } ?? Bundle.main
                 let products = bundle.bundleURL.deletingLastPathComponent()
             #endif
-            process.executableURL = products.appendingPathComponent("ubiquity")
-            process.arguments = arguments
-            process.standardOutput = try FileHandle(forWritingTo: output)
-            process.standardError = try FileHandle(forWritingTo: errors)
-            process.standardInput = FileHandle.nullDevice
-            try process.run()
+            process = try ChildProcess(
+                products.appendingPathComponent("ubiquity"), arguments: arguments, standardInput: .nullDevice,
+                standardOutput: .file(output), standardError: .file(errors))
         }
 
         var isRunning: Bool { process.isRunning }

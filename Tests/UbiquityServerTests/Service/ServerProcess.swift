@@ -1,3 +1,4 @@
+import ChildProcess
 import Foundation
 
 #if canImport(Glibc)
@@ -8,9 +9,8 @@ import Foundation
 
 /// A `ubiquity` child process: the executable built beside the tests, run with its standard output and error
 /// going to files (so a chatty child never blocks on a full pipe).
-final class ServerProcess: @unchecked Sendable {
-    // @unchecked Sendable: the process and file locations are set up in init and only read afterwards.
-    private let process = Process()
+final class ServerProcess: Sendable {
+    private let process: ChildProcess
     /// Where the child's standard output goes.
     let outputFile: URL
     /// Where the child's standard error goes.
@@ -24,16 +24,12 @@ final class ServerProcess: @unchecked Sendable {
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
         _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        process.executableURL = try Self.executable()
-        process.arguments = arguments
-        process.standardOutput = try FileHandle(forWritingTo: outputFile)
-        process.standardError = try FileHandle(forWritingTo: errorFile)
-        let stdin = Pipe()
-        process.standardInput = input == nil ? FileHandle.nullDevice : stdin
-        try process.run()
+        process = try ChildProcess(
+            try Self.executable(), arguments: arguments, standardInput: input == nil ? .nullDevice : .pipe,
+            standardOutput: .file(outputFile), standardError: .file(errorFile))
         if let input {
-            stdin.fileHandleForWriting.write(Data(input.utf8))
-            try stdin.fileHandleForWriting.close()
+            try process.writeInput(Data(input.utf8))
+            process.closeInput()
         }
     }
 
@@ -52,7 +48,7 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// The process id.
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
 
     /// Whether the child still runs.
     var isRunning: Bool { process.isRunning }
@@ -93,9 +89,8 @@ final class ServerProcess: @unchecked Sendable {
     /// ended by that signal.
     @discardableResult
     func killAndWait(timeout: TimeInterval = 10) -> Bool {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        return waitForExit(timeout: timeout) && process.terminationReason == .uncaughtSignal
-            && process.terminationStatus == SIGKILL
+        process.kill()
+        return waitForExit(timeout: timeout) && process.endedBySignal && process.terminationStatus == SIGKILL
     }
 
     /// Waits (at most `timeout`) for the child to end by itself; returns whether it did.

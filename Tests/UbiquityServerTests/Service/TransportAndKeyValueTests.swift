@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import ChildProcess
 import Foundation
 import Logging
 import NIOCore
@@ -17,15 +18,13 @@ struct TransportAndKeyValueTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let certificate = directory.appendingPathComponent("cert.pem").path
         let key = directory.appendingPathComponent("key.pem").path
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        openssl.arguments = [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate,
-        ]
-        openssl.standardError = FileHandle.nullDevice
-        openssl.standardOutput = FileHandle.nullDevice
-        try openssl.run()
+        let openssl = try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            arguments: [
+                "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", certificate,
+            ],
+            standardOutput: .nullDevice, standardError: .nullDevice)
         openssl.waitUntilExit()
         try #require(openssl.terminationStatus == 0, "openssl made a certificate")
 
