@@ -118,8 +118,8 @@ extension FilePresenterRegistry {
         movedTo: Set<UInt32>
     ) -> [Notice] {
         guard let presenter = entries[id]?.presenter else { return [] }
-        // The hidden temporary file of a safe save (`.name.hex.tmp`, Foundation's `.UUID.tmp`) is not news: what
-        // the folder's presenter hears of is the item it becomes when it is renamed into place.
+        // A save's temporary file (`.name.hex.tmp`, Foundation's `.UUID.tmp`, an editor's) is not news: what the
+        // folder's presenter hears of is the item it becomes when it is renamed into place.
         if Self.isSafeSaveTemporary(path) { return [] }
         let known = entries[id]?.subitems[path]
         let url = URL(fileURLWithPath: path)
@@ -153,10 +153,9 @@ extension FilePresenterRegistry {
         DocumentTypeRegistry.default.isPackageExtension((path as NSString).pathExtension)
     }
 
-    /// Whether `path` is named like the hidden temporary file of a safe save: a leading dot and a `.tmp` ending.
+    /// Whether `path` is named like a save's temporary file (``TemporaryFileName``).
     static func isSafeSaveTemporary(_ path: String) -> Bool {
-        let name = (path as NSString).lastPathComponent
-        return name.count > 5 && name.hasPrefix(".") && name.hasSuffix(".tmp")
+        TemporaryFileName.isTemporary((path as NSString).lastPathComponent)
     }
 
     /// Whether `candidate` is named like a temporary sibling of `path` made by a safe save — `.<name>.<hex>.tmp` in

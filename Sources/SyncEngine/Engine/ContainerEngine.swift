@@ -4,7 +4,7 @@ import ServiceLifecycle
 import Synchronization
 import UbiquityProtocol
 
-/// The long-running engine of one container, as a `Service`: it holds the container's lock, watches its folder,
+/// The long-running engine of one container, as a `Service`: its sync holds the container's lock; it watches its folder,
 /// serves other processes on its socket (``EngineSocketServer``), listens to push, and runs a sync round whenever
 /// something changed here or there — and every ``pollInterval`` in case a push was missed. A failed round (the
 /// service unreachable, say) is retried with backoff; local changes wait on disk and in the state database
@@ -34,7 +34,19 @@ public struct ContainerEngine: Service {
 
     /// Runs until cancelled or shut down gracefully.
     public func run() async throws {
-        let lock = try EngineLock(sync.layout)
+        // The sync holds the container's engine lock from its opening: nothing below runs without it. One engine
+        // drives it at a time.
+        try await sync.beginEngine()
+        do {
+            try await runHoldingSync()
+        } catch {
+            await sync.endEngine()
+            throw error
+        }
+        await sync.endEngine()
+    }
+
+    private func runHoldingSync() async throws {
         await sync.clearTemporaryFiles()
         let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         // What the next round scans: everything at start (the start-up scan) and after each poll; otherwise the
@@ -52,7 +64,6 @@ public struct ContainerEngine: Service {
         await cancelWhenGracefulShutdown {
             await serve(socket: socket, pending: pending, triggers: triggers, trigger: trigger)
         }
-        withExtendedLifetime(lock) {}
     }
 
     /// Serves the socket, listens to push and local key-value writes, polls, and runs the rounds they ask for.

@@ -46,6 +46,10 @@ extension ContainerSync {
     /// own (an edited copy is uploaded with its old base next round, which the service keeps as a conflict version —
     /// nothing is overwritten).
     func apply(_ detail: ItemDetail, force: Bool) async throws {
+        try await inLane(detail.item.id) { try await applyInLane(detail, force: force) }
+    }
+
+    private func applyInLane(_ detail: ItemDetail, force: Bool) async throws {
         let record = detail.item
         let known = try state.item(record.id)
         let current = detail.versions.first { $0.id == record.currentVersion }
@@ -53,9 +57,10 @@ extension ContainerSync {
 
         if record.isDeleted {
             guard let known else { return }
-            if !known.isPlaceholder, try isUnmodified(known) {
-                try? FileManager.default.removeItem(at: layout.url(of: known.path))
-            }
+            // Removed only if it is still the content last in step, checked inside the coordinated delete: a save
+            // that landed since stays, and the next scan uploads it as a new item — a delete never takes content
+            // saved after the state it was based on.
+            if !known.isPlaceholder { try await removeLocalCopy(of: known) }
             try save([], removing: [known])
             try? FileManager.default.removeItem(at: layout.versions.appendingPathComponent(known.id.string))
             return
@@ -143,12 +148,23 @@ extension ContainerSync {
 
     /// Downloads the current content of the item at `path` (a placeholder, or an out-of-date copy).
     public func download(_ path: ItemPath) async throws {
+        guard let found = try state.item(at: path) else {
+            throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
+        }
+        try await inLane(found.id) { try await downloadInLane(path) }
+    }
+
+    private func downloadInLane(_ path: ItemPath) async throws {
+        // Read again inside the lane: an operation that held it may have moved, removed or downloaded the item.
         guard var item = try state.item(at: path) else {
             throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
         }
         let detail = try await client.item(item.id, in: container)
         guard let current = detail.versions.first(where: { $0.id == detail.item.currentVersion }) else { return }
-        item.serverVersion = current.id  // heard just now: the download lands as the current version
+        if item.serverVersion != current.id {
+            item.serverVersion = current.id  // heard just now: the download lands as the current version
+            try save([item])
+        }
         if item.baseVersion == current.id, !item.isPlaceholder, try isUnmodified(item) { return }  // in step
         do {
             try await download(current, into: item)
@@ -163,6 +179,13 @@ extension ContainerSync {
     /// never into `Documents/`).
     /// - Throws: ``ProtocolError/Code/itemNotFound``, ``ProtocolError/Code/unknownVersion``; download errors.
     public func contents(of versionID: VersionID, at path: ItemPath) async throws -> URL {
+        guard let found = try state.item(at: path) else {
+            throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
+        }
+        return try await inLane(found.id) { try await contentsInLane(of: versionID, at: path) }
+    }
+
+    private func contentsInLane(of versionID: VersionID, at path: ItemPath) async throws -> URL {
         guard let item = try state.item(at: path) else {
             throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
         }
@@ -201,7 +224,8 @@ extension ContainerSync {
         try FileManager.default.createDirectory(
             at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
         let replaced = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
-        let (scanner, kind, expected) = (scanner, item.kind, item.identity)
+        let (scanner, chunker, kind) = (scanner, configuration.chunker, item.kind)
+        let (expected, expectedHash) = (item.identity, item.contentHash)
         // The identity recorded is the one of the bytes just placed: taken inside the coordinated write, and only
         // if the placed item is still the assembled one (same inode, size and modification time); if another
         // writer got in first, the assembled identity is recorded, so the next scan sees that writer's change.
@@ -213,15 +237,12 @@ extension ContainerSync {
                     // Only content that is safe (on the service, or nothing at all) is replaced: a save that
                     // landed since the engine decided to download — one a presenter made when asked to make way,
                     // say — stays, and goes up next round.
-                    let found = try? scanner.identity(of: url, kind: kind)
-                    switch (expected, found) {
-                    case (nil, nil): break
-                    case (let expected?, let found?)
-                    where found.isSameFile(as: expected) && found.size == expected.size
-                        && found.modified == expected.modified:
-                        break
-                    default: throw LocalCopyChanged()
-                    }
+                    let check = Self.checkLocalCopy(
+                        at: url, recorded: expected, contentHash: expectedHash, kind: kind, scanner: scanner,
+                        chunker: chunker)
+                    // A placeholder's path must be empty; a recorded copy must be there, unchanged (gone: the
+                    // user deleted it here, which goes up next round).
+                    guard expected == nil ? check == .absent : check == .unchanged else { throw LocalCopyChanged() }
                     var isDirectory: ObjCBool = false
                     if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
                         isDirectory.boolValue
@@ -232,10 +253,7 @@ extension ContainerSync {
                         throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
                     }
                     let now = try scanner.identity(of: url, kind: kind)
-                    let untouched =
-                        now.isSameFile(as: assembled) && now.size == assembled.size
-                        && now.modified == assembled.modified
-                    return untouched ? now : assembled
+                    return now.isUnchanged(since: assembled) ? now : assembled
                 }
             }
         } catch is LocalCopyChanged {
@@ -455,11 +473,35 @@ extension ContainerSync {
         logger.notice("moved a local file aside", metadata: ["from": "\(url.path)", "to": "\(target.path)"])
     }
 
-    /// Whether the local copy is as it was when last in step (so replacing or removing it loses nothing).
+    /// Whether the local copy is as it was when last in step (so replacing or removing it loses nothing), as far as
+    /// its identity tells; what acts on it checks again inside its coordinated write (``checkLocalCopy``).
     func isUnmodified(_ item: LocalItem) throws -> Bool {
         guard let identity = item.identity else { return item.isPlaceholder }
         guard let now = try? scanner.identity(of: layout.url(of: item.path), kind: item.kind) else { return true }
-        return now.size == identity.size && now.modified == identity.modified && now.isSameFile(as: identity)
+        return now.isUnchanged(since: identity)
+    }
+
+    /// Removes the local copy of an item deleted elsewhere, if it is still the content last in step: checked and
+    /// removed inside one coordinated delete, so a save landing meanwhile either comes first (and the copy stays,
+    /// to be uploaded as a new item) or after (and writes a new file).
+    func removeLocalCopy(of item: LocalItem) async throws {
+        let url = layout.url(of: item.path)
+        let (scanner, chunker, kind) = (scanner, configuration.chunker, item.kind)
+        let (recorded, hash) = (item.identity, item.contentHash)
+        let removed = try await BlockingWork.run {
+            try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url -> Bool in
+                let check = Self.checkLocalCopy(
+                    at: url, recorded: recorded, contentHash: hash, kind: kind, scanner: scanner, chunker: chunker)
+                guard check == .unchanged else { return false }
+                try FileManager.default.removeItem(at: url)
+                return true
+            }
+        }
+        if !removed, FileManager.default.fileExists(atPath: url.path) {
+            logger.notice(
+                "an item deleted elsewhere has changes here; they stay and go up as a new item",
+                metadata: ["path": "\(item.path)"])
+        }
     }
 
     /// Moves the local copy of an item that was moved elsewhere (a placeholder has nothing to move).

@@ -13,6 +13,13 @@ extension ContainerSync {
     }
 
     private func evictNow(_ path: ItemPath) async throws {
+        guard let found = try state.item(at: path) else {
+            throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
+        }
+        try await inLane(found.id) { try await evictInLane(path) }
+    }
+
+    private func evictInLane(_ path: ItemPath) async throws {
         guard var item = try state.item(at: path) else {
             throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
         }
@@ -22,13 +29,14 @@ extension ContainerSync {
             throw ProtocolError(.notUploaded, "\(path) is not on the service yet; sync before evicting")
         }
         let url = layout.url(of: path)
-        let (scanner, kind, recorded) = (scanner, item.kind, item.identity)
+        let (scanner, chunker, kind, recorded, hash) = (
+            scanner, configuration.chunker, item.kind, item.identity, item.contentHash
+        )
         try await BlockingWork.run {
             try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url in
-                let now = try? scanner.identity(of: url, kind: kind)
-                guard let recorded, let now, now.isSameFile(as: recorded), now.size == recorded.size,
-                    now.modified == recorded.modified
-                else {
+                let check = Self.checkLocalCopy(
+                    at: url, recorded: recorded, contentHash: hash, kind: kind, scanner: scanner, chunker: chunker)
+                guard check == .unchanged else {
                     throw ProtocolError(
                         .notUploaded, "\(path) has changes that are not on the service yet; sync before evicting")
                 }

@@ -42,7 +42,30 @@ extension ContainerSync {
         }
     }
 
+    /// Sends one change, in its item's lane: what the scan saw is checked again there, since an operation that held
+    /// the lane (a download landing, an eviction, another device's move applied) may have made it stale.
     private func send(_ change: LocalChange, scan: LocalScanner.Result) async throws {
+        guard let id = change.itemID else { return try await sendInLane(change, scan: scan) }
+        try await inLane(id) {
+            guard let item = try state.item(id), isStillTrue(change, of: item) else { return }
+            try await sendInLane(change, scan: scan)
+        }
+    }
+
+    /// Whether a change the scan found still stands once its item's lane is held.
+    private func isStillTrue(_ change: LocalChange, of item: LocalItem) -> Bool {
+        switch change {
+        case .created: return true
+        case .modified: return true  // read again under coordination; unchanged content sends nothing
+        case .moved(_, let from, let to):
+            return item.path == from && FileManager.default.fileExists(atPath: layout.url(of: to).path)
+        case .deleted:
+            // Evicted meanwhile (a placeholder is expected to be missing), or there again: not a deletion.
+            return !item.isPlaceholder && !FileManager.default.fileExists(atPath: layout.url(of: item.path).path)
+        }
+    }
+
+    private func sendInLane(_ change: LocalChange, scan: LocalScanner.Result) async throws {
         switch change {
         case .created(let path, let kind):
             guard let found = scan.items[path] else { return }
@@ -184,9 +207,11 @@ extension ContainerSync {
         case .conflict:
             item.hasUnresolvedConflicts = true
             item.uploadError = nil
-            // The local content is safe on the service as a conflict version: the current one may replace it.
+            // The local content is safe on the service as a conflict version: the current one may replace it. The
+            // recorded identity and hash are this content's (what a replace checks it still is).
             item.isPlaceholder = false
             item.identity = identity
+            item.contentHash = content.contentHash
             try save([item])
             try await apply(try await client.item(item.id, in: container), force: true)
         default:

@@ -44,6 +44,8 @@ public actor ContainerSync {
     public nonisolated let device: SavingDevice
     /// How content is treated.
     public nonisolated let configuration: Configuration
+    /// The container's engine lock, held from ``init`` until ``releaseLock()``.
+    nonisolated let lock: EngineLock
     let state: LocalStateStore
     let scanner: LocalScanner
     let logger: Logger
@@ -55,14 +57,22 @@ public actor ContainerSync {
     var downloads: [String: Task<URL, any Error>] = [:]
     /// The last round asked for; the next waits for it.
     var round: Task<Void, any Error>?
+    /// Whether a ``ContainerEngine`` drives this sync.
+    var engineRunning = false
+    /// The items an operation holds the lane of, and who waits for each (see ``inLane(_:_:)``).
+    var lanes = ItemLanes()
 
-    /// Opens the container (creating its folders and state database when missing).
+    /// Opens the container (creating its folders and state database when missing) and takes its engine lock, held
+    /// until ``releaseLock()``: one engine per container on the machine.
+    /// - Throws: ``ProtocolError/Code/engineAlreadyRunning`` when another engine has the container open (in this
+    ///   process or another); the file system's and the state database's errors.
     public init(
         layout: ContainerLayout, client: ServiceClient, device: SavingDevice,
         configuration: Configuration = Configuration(),
         types: DocumentTypeRegistry = .default, logger: Logger = Logger(label: "ubiquity.sync")
     ) throws {
         try layout.create()
+        lock = try EngineLock(layout)
         self.layout = layout
         self.client = client
         self.device = device
@@ -124,8 +134,23 @@ public actor ContainerSync {
         }
     }
 
+    /// Marks the sync as driven by a ``ContainerEngine``.
+    /// - Throws: ``ProtocolError/Code/engineAlreadyRunning`` when another engine drives it already.
+    func beginEngine() throws {
+        guard !engineRunning else {
+            throw ProtocolError(.engineAlreadyRunning, "an engine already runs the sync of \(container)")
+        }
+        engineRunning = true
+    }
+
+    /// Marks the sync as no longer driven by an engine.
+    func endEngine() { engineRunning = false }
+
+    /// Lets the container's engine lock go: another engine may open the container from now on. Call it once this
+    /// engine is done (its rounds and its ``ContainerEngine`` ended); freeing the engine lets it go too.
+    public nonisolated func releaseLock() { lock.release() }
+
     /// Clears what a stopped engine left in `.ubiquity/tmp/` but partial downloads (resumed when next asked for).
-    /// Only the holder of the container's ``EngineLock`` may call this: another engine's files are there otherwise.
     public func clearTemporaryFiles() {
         for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? []
         where !name.hasSuffix(Self.partialSuffix) {

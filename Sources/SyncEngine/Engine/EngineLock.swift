@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import UbiquityProtocol
 
 #if canImport(Glibc)
@@ -9,12 +10,16 @@ import UbiquityProtocol
 
 /// The lock in `.ubiquity/engine.lock` that keeps one engine per container on a machine. It is an OFD lock on
 /// an open file, so the kernel lets it go when the engine's process ends, however it ends.
+///
+/// A ``ContainerSync`` takes it when it opens the container and holds it until ``ContainerSync/releaseLock()`` (or until
+/// it is freed): nothing is served, scanned or written by an engine that does not hold it.
 public final class EngineLock: Sendable {
-    private let descriptor: Int32
+    /// The locked file's descriptor; `nil` once released.
+    private let descriptor: Mutex<Int32?>
 
     /// Takes the lock of `layout`'s container.
-    /// - Throws: ``ProtocolError`` with ``ProtocolError/Code/internalError`` naming the container when another engine
-    ///   holds it, or the system's error.
+    /// - Throws: ``ProtocolError`` with ``ProtocolError/Code/engineAlreadyRunning`` naming the container when another
+    ///   engine holds it, or the system's error.
     public init(_ layout: ContainerLayout) throws {
         let path = layout.lockFile.path
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -23,14 +28,27 @@ public final class EngineLock: Sendable {
         lock.l_type = Int16(F_WRLCK)
         lock.l_whence = Int16(SEEK_SET)
         guard fcntl(descriptor, Self.setOFDLock, &lock) == 0 else {
+            let failure = errno
             close(descriptor)
+            guard failure == EAGAIN || failure == EACCES else {
+                throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
+            }
             throw ProtocolError(
-                .internalError, "another engine is running for container \(layout.container) (\(path) is locked)")
+                .engineAlreadyRunning,
+                "another engine is running for container \(layout.container) (\(path) is locked)")
         }
-        self.descriptor = descriptor
+        self.descriptor = Mutex(descriptor)
     }
 
-    deinit { close(descriptor) }
+    /// Lets the lock go (once; later calls do nothing).
+    public func release() {
+        descriptor.withLock { descriptor in
+            if let open = descriptor { close(open) }
+            descriptor = nil
+        }
+    }
+
+    deinit { release() }
 
     /// `F_OFD_SETLK`, the same on every Linux architecture; Glibc's module does not export it.
     private static let setOFDLock: Int32 = 37

@@ -42,7 +42,7 @@ public struct LocalContent: Sendable, Hashable {
         var sources: [ChunkHash: Source] = [:]
         var total: Int64 = 0
         let members = (FileManager.default.enumerator(atPath: url.path)?.allObjects as? [String] ?? []).sorted()
-        for member in members {
+        for member in members where !LocalScanner.isTemporary(member) {
             let memberURL = url.appendingPathComponent(member)
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: memberURL.path, isDirectory: &isDirectory) else { continue }

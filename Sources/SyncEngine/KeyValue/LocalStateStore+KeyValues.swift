@@ -105,7 +105,7 @@ extension LocalStateStore {
                 {
                     continue
                 }
-                let before: String? = row?["value"]
+                let before = try (row?["value"] as String?).map(Self.decodeValue)
                 if let value {
                     try db.execute(
                         sql: "INSERT OR REPLACE INTO key_value (key, value, timestamp, pending) VALUES (?, ?, ?, 0)",
@@ -113,7 +113,8 @@ extension LocalStateStore {
                 } else {
                     try db.execute(sql: "DELETE FROM key_value WHERE key = ?", arguments: [entry.key])
                 }
-                if before != value { changed.insert(entry.key) }
+                // Compared as values: the same value written here and read back from the service is no change.
+                if before != entry.value { changed.insert(entry.key) }
             }
             if whole {
                 let present = Set(entries.map(\.key))
@@ -127,8 +128,11 @@ extension LocalStateStore {
         }
     }
 
+    /// A value as stored: JSON with sorted keys, so the same value is always stored as the same text.
     private static func encodeValue(_ value: PropertyListValue) throws -> String {
-        String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     private static func decodeValue(_ text: String) throws -> PropertyListValue {

@@ -76,6 +76,15 @@ public struct LocalFileIdentity: Hashable, Sendable, Codable {
         capturedAt = try container.decodeIfPresent(Int64.self, forKey: .capturedAt) ?? 0
     }
 
+    /// Whether the file is the one `recorded` describes, unchanged since: the same file (device and inode), the same
+    /// size and modification time. The one rule the engine uses before it replaces, removes or evicts a local copy
+    /// (inside the coordinated write that does it) and when it tells whether a local copy has edits of its own. The
+    /// status-change time is left out (a rename changes it, the content stays). A ``isRacy`` recorded identity is
+    /// not enough alone: callers check the content too where losing an edit is at stake.
+    public func isUnchanged(since recorded: LocalFileIdentity) -> Bool {
+        isSameFile(as: recorded) && size == recorded.size && modified == recorded.modified
+    }
+
     /// Whether `other` is the same file (device and inode), changed or not.
     public func isSameFile(as other: LocalFileIdentity) -> Bool {
         device == other.device && inode == other.inode

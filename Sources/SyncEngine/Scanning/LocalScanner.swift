@@ -59,6 +59,7 @@ public struct LocalScanner: Sendable {
     public func scan(_ folder: URL, only paths: Set<String>) -> Result {
         var result = Result()
         for path in Set(paths.map(itemRoot)).sorted() where !path.isEmpty {
+            if Self.isTemporary(path) { continue }
             let full = folder.path + "/" + path
             var info = stat()
             guard lstat(full, &info) == 0 else { continue }
@@ -85,6 +86,12 @@ public struct LocalScanner: Sendable {
         return result
     }
 
+    /// Whether a relative path is, or is inside, a save's temporary file or folder (``TemporaryFileName``): never an
+    /// item, nor a package's member.
+    static func isTemporary(_ path: String) -> Bool {
+        path.split(separator: "/").contains { TemporaryFileName.isTemporary($0) }
+    }
+
     /// The item a relative path belongs to: the path itself, or the package it is inside; `""` for the container's
     /// own folder and anything in the private folder.
     public func itemRoot(of path: String) -> String {
@@ -100,6 +107,7 @@ public struct LocalScanner: Sendable {
     private func walk(_ directory: String, relative: String, into result: inout Result) throws {
         for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
             if relative.isEmpty && name == ItemPath.reservedFolderName { continue }
+            if TemporaryFileName.isTemporary(name) { continue }  // a save under way: its result is what syncs
             let full = directory + "/" + name
             let relativePath = relative.isEmpty ? name : relative + "/" + name
             var info = stat()
@@ -142,6 +150,7 @@ public struct LocalScanner: Sendable {
         identity.size = 0
         guard let members = FileManager.default.enumerator(atPath: path) else { return identity }
         while let member = members.nextObject() as? String {
+            if Self.isTemporary(member) { continue }
             var memberInfo = stat()
             guard lstat(path + "/" + member, &memberInfo) == 0 else { continue }
             let memberIdentity = LocalFileIdentity(memberInfo)

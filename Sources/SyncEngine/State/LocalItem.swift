@@ -15,7 +15,8 @@ public struct LocalItem: Hashable, Sendable, Codable {
     public var baseVersion: VersionID?
     /// The item's current version on the service, as last heard.
     public var serverVersion: VersionID?
-    /// The content hash of ``baseVersion``.
+    /// The content hash of the local copy ``identity`` describes: ``baseVersion``'s, or that of a conflict version
+    /// this device uploaded from it.
     public var contentHash: ChunkHash?
     /// The content's length in bytes, as last known.
     public var size: Int64

@@ -24,6 +24,10 @@ public struct UbiquityError: Error, Hashable, Sendable, CustomStringConvertible,
         case unknownVersion
         /// The container's sync engine could not be started or reached.
         case engineUnavailable
+        /// Another process runs the container's engine and this configuration asked to embed one
+        /// (``UbiquityConfiguration/Engine/embedded``): use ``UbiquityConfiguration/Engine/automatic`` or
+        /// ``UbiquityConfiguration/Engine/external`` to use that engine instead.
+        case engineAlreadyRunning
         /// The engine or the service refused the request; the message says why.
         case failed
     }

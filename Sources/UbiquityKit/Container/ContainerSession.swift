@@ -62,7 +62,13 @@ final class ContainerSession: Sendable {
             {
                 return try await start(layout: layout, connection: .external(client), engine: nil, logger: logger)
             }
-            return try await embedded(layout: layout, configuration: configuration, profile: profile)
+            do {
+                return try await embedded(layout: layout, configuration: configuration, profile: profile)
+            } catch let error as UbiquityError where error.code == .engineAlreadyRunning {
+                // Another process took the lock first and is about to serve its socket: use that engine.
+                let client = try await connect(to: layout, waiting: configuration.engineWait)
+                return try await start(layout: layout, connection: .external(client), engine: nil, logger: logger)
+            }
         case .embedded:
             return try await embedded(layout: layout, configuration: configuration, profile: profile)
         }
@@ -72,12 +78,6 @@ final class ContainerSession: Sendable {
         layout: ContainerLayout, configuration: UbiquityConfiguration, profile: DeviceProfile
     ) async throws -> ContainerSession {
         try layout.claim(forAccount: ContainerLayout.accountKey(server: profile.server, account: profile.account))
-        // The lock is taken here only to fail clearly when another process runs the engine; the engine takes its own.
-        do {
-            _ = try EngineLock(layout)
-        } catch {
-            throw UbiquityError(.engineUnavailable, "another process runs the engine of \(layout.container): \(error)")
-        }
         let milliseconds =
             configuration.requestTimeout.components.seconds * 1000
             + configuration.requestTimeout.components.attoseconds / 1_000_000_000_000_000
@@ -85,9 +85,15 @@ final class ContainerSession: Sendable {
         let client = ServiceClient(
             baseURL: profile.server, token: profile.token, httpClient: ServiceClient.failFastHTTPClient,
             timeout: .milliseconds(milliseconds))
-        let sync = try ContainerSync(
-            layout: layout, client: client,
-            device: profile.device, configuration: configuration.sync, logger: configuration.logger)
+        // The sync takes the container's engine lock and holds it until the session closes.
+        let sync: ContainerSync
+        do {
+            sync = try ContainerSync(
+                layout: layout, client: client,
+                device: profile.device, configuration: configuration.sync, logger: configuration.logger)
+        } catch let error as ProtocolError where error.code == .engineAlreadyRunning {
+            throw UbiquityError(.engineAlreadyRunning, "another process runs the engine of \(layout.container)")
+        }
         var engine = ContainerEngine(sync: sync, pushToken: profile.token, logger: configuration.logger)
         engine.pollInterval = configuration.pollInterval
         return try await start(
@@ -246,6 +252,9 @@ final class ContainerSession: Sendable {
         for task in running { task.cancel() }
         if case .external(let client) = connection { await client.close() }
         for task in running { await task.value }
+        // The embedded engine has ended: its lock goes, so another engine (this process's next session of the
+        // container, or another process's) may open the container.
+        if case .embedded(let sync) = connection { sync.releaseLock() }
         broadcast.finish()
     }
 }

@@ -44,14 +44,10 @@ enum QueryFixture {
 
     /// Serves `device`'s socket, and nothing else: an engine with nothing to do.
     static func serveIdle(_ device: BenchDevice) async throws -> RunningEngine {
-        let lock = try EngineLock(device.sync.layout)
+        // The device's sync holds the container's engine lock.
         let socket = try await EngineSocketServer.bind(serving: device.sync, logger: SyncBench.logger)
         // The socket is served until the benchmark stops it by cancelling this task.
-        return RunningEngine(
-            task: Task {
-                try await socket.run()
-                withExtendedLifetime(lock) {}
-            })
+        return RunningEngine(task: Task { try await socket.run() })
     }
 
     private static func record(count: Int, in layout: ContainerLayout, _ item: (Int) throws -> LocalItem) throws {

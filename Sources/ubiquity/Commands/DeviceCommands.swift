@@ -62,14 +62,24 @@ enum DeviceEngine {
         }
     }
 
+    /// The running engine, else a sync of this process's own — which holds the container's engine lock, so it is
+    /// never a second engine: an engine that took the lock but does not listen yet is waited for (a few seconds).
     private static func open(_ container: String, options: DeviceOptions) async throws -> DeviceEngine {
         let layout = try options.layout(container)
-        if FileManager.default.fileExists(atPath: layout.socket.path),
-            let client = try? await EngineSocketClient.connect(to: layout)
-        {
-            return .running(client)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            if FileManager.default.fileExists(atPath: layout.socket.path),
+                let client = try? await EngineSocketClient.connect(to: layout)
+            {
+                return .running(client)
+            }
+            do {
+                return .local(try options.sync(container).0)
+            } catch let error as ProtocolError where error.code == .engineAlreadyRunning {
+                guard ContinuousClock.now < deadline else { throw error }
+                try await Task.sleep(for: .milliseconds(50))  // polling for the other engine's socket to appear
+            }
         }
-        return .local(try options.sync(container).0)
     }
 
     func download(_ path: ItemPath) async throws {
@@ -122,7 +132,10 @@ enum DeviceEngine {
     }
 
     func close() async {
-        if case .running(let engine) = self { await engine.close() }
+        switch self {
+        case .running(let engine): await engine.close()
+        case .local(let sync): sync.releaseLock()
+        }
     }
 }
 
@@ -189,10 +202,9 @@ struct SyncCommand: AsyncParsableCommand {
             logger: logger)
         let layout = sync.layout
         if once {
-            let lock = try EngineLock(layout)
             await sync.clearTemporaryFiles()
             try await sync.syncOnce()
-            withExtendedLifetime(lock) {}
+            sync.releaseLock()
             print("in step: \(layout.folder.path)")
             return
         }

@@ -212,6 +212,7 @@ struct TransferTests {
             "\(item.id.string).\(version.id.string).download.partial")
         try Data(bytes[0..<Int(half) + 1000]).write(to: partial)
         // A restarted engine keeps it.
+        desktop.releaseLock()
         let restarted = try ContainerSync(
             layout: desktop.layout, client: desktop.client, device: desktop.device,
             configuration: desktop.configuration)

@@ -32,10 +32,13 @@ struct ContainerEngineTests {
         let running = [Task { try await laptop.run() }, Task { try await desktop.run() }]
         defer { for task in running { task.cancel() } }
 
-        // A second engine for the same container is refused while the first runs.
-        try await Task.sleep(for: .milliseconds(200))
-        let second = ContainerEngine(sync: desktop.sync, pushToken: nil, logger: logger)
-        await #expect(throws: ProtocolError.self) { try await second.run() }
+        // A second engine for the same container is refused while the first runs: it cannot take the lock.
+        #expect {
+            _ = try ContainerSync(
+                layout: desktop.sync.layout, client: desktop.sync.client, device: desktop.sync.device, logger: logger)
+        } throws: { error in
+            (error as? ProtocolError)?.code == .engineAlreadyRunning
+        }
 
         let source = laptop.sync.layout.documents.appendingPathComponent("Pushed.txt")
         let target = desktop.sync.layout.documents.appendingPathComponent("Pushed.txt")

@@ -137,7 +137,8 @@ struct KeyValueSyncTests {
             await service.stop()
             try await laptop.setKeyValues(["sortOrder": .string("aisle")])
             await #expect(throws: (any Error).self) { try await laptop.syncOnce() }
-            // The engine stops and starts again: the write is still there, still to be sent.
+            // The engine stops (letting its lock go) and starts again: the write is still there, still to be sent.
+            laptop.releaseLock()
             let restarted = try ContainerSync(
                 layout: laptop.layout, client: laptop.client, device: laptop.device,
                 configuration: laptop.configuration)
