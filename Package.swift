@@ -116,6 +116,7 @@ let package = Package(
             dependencies: [
                 "DocumentKit",
                 "SyncEngine",
+                "SyncSimulation",
                 "UbiquityKit",
                 "UbiquityServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -132,6 +133,15 @@ let package = Package(
         ),
         // Starts the tests' child processes with posix_spawn: Foundation's Process.run could crash the test process.
         .target(name: "ChildProcess", path: "Tests/ChildProcess"),
+        // The deterministic simulation of several devices running the engine's planner: the tests run it, and
+        // `ubiquity-bench sim` measures it.
+        .target(
+            name: "SyncSimulation",
+            dependencies: [
+                "SyncEngine", "UbiquityProtocol", "UbiquityServer", .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/SyncSimulation"
+        ),
         // What the sync and UbiquityKit tests share: a service on loopback, `ubiquity` child processes, waiting.
         .target(
             name: "UbiquityTestSupport",
@@ -186,6 +196,10 @@ let package = Package(
                 "grocery",
                 "ubiquity",
             ]
+        ),
+        .testTarget(
+            name: "SyncSimulationTests",
+            dependencies: ["SyncEngine", "SyncSimulation", "UbiquityProtocol"]
         ),
         .testTarget(
             name: "UbiquityServerTests",

@@ -19,6 +19,18 @@ struct Bench: AsyncParsableCommand {
     @Option(help: "Directory for the benchmarks' temporary files (default: the system temporary directory).")
     var directory: String?
 
+    @Option(help: "sim: how many histories to run.")
+    var histories: Int = 2_000
+
+    @Option(help: "sim: the seed of the first history (the others follow it).")
+    var seed: UInt64 = 1
+
+    @Flag(help: "sim: print every history's trace.")
+    var trace = false
+
+    @Flag(help: "sim: remove local copies of deleted items without checking them again (the old engine's race).")
+    var uncheckedRemoval = false
+
     mutating func run() async throws {
         if name == "list" {
             for benchmark in Benchmark.all { print(benchmark.name) }
@@ -27,6 +39,10 @@ struct Bench: AsyncParsableCommand {
         let selected = name == "all" ? Benchmark.all : Benchmark.all.filter { $0.name == name }
         guard !selected.isEmpty else {
             throw ValidationError("no benchmark named \(name.debugDescription); `list` prints the names")
+        }
+        if name == SimulationBenchmark.name {
+            return try SimulationBenchmark.run(
+                histories: histories, seed: seed, trace: trace, uncheckedRemoval: uncheckedRemoval)
         }
         let parent = directory.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
         for benchmark in selected {
@@ -57,6 +73,10 @@ struct Benchmark: Sendable {
         Benchmark(name: SyncMemoryBenchmark.name) { try await SyncMemoryBenchmark.run(in: $0) },
         Benchmark(name: QueryBenchmark.name) { try await QueryBenchmark.run(in: $0) },
         Benchmark(name: KeyValueBenchmark.name) { try await KeyValueBenchmark.run(in: $0) },
+        Benchmark(name: PlannerBenchmark.name) { _ in PlannerBenchmark.run() },
+        Benchmark(name: SimulationBenchmark.name) { _ in
+            try SimulationBenchmark.run(histories: 2_000, seed: 1, trace: false)
+        },
     ]
 
     /// Runs the benchmark in a scratch directory under `parent`, which is removed afterwards whatever happens.

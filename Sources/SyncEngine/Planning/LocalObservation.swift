@@ -1,0 +1,85 @@
+import UbiquityProtocol
+
+/// Turns a scan of the container into the items' local observations: the pure successor of comparing a scan with
+/// the state database. Which item a file on disk belongs to:
+/// 1. the item last seen at its path (or, never seen here, last synced there), with the same kind;
+/// 2. else an item whose file went missing and that was the same file (device and inode): it moved;
+/// 3. else an item the service has at that path that has nothing here yet (both sides made it);
+/// 4. else a new item (id from `newID`).
+///
+/// A file still the one last observed (``LocalFileIdentity/isUnchanged(since:)``) keeps its known content hash.
+public enum LocalObservation {
+    /// Applies a scan of the whole container to `items`.
+    public static func apply(
+        _ scanned: [ItemPath: ScannedItem], to items: inout [ItemID: ItemObservation], newID: () -> ItemID
+    ) {
+        var unclaimed = scanned
+        var missing: [ItemID] = []
+        for id in items.keys.sorted(by: { $0.string < $1.string }) {
+            guard let item = items[id] else { continue }
+            guard let path = item.local?.path ?? (item.synced?.identity != nil ? item.synced?.path : nil) else {
+                continue
+            }
+            if let found = unclaimed[path], found.kind == (item.local?.kind ?? item.synced?.kind) {
+                unclaimed[path] = nil
+                items[id]?.local = observed(found, previous: item.local)
+            } else {
+                missing.append(id)
+            }
+        }
+        // Moves: the same file at a path nobody claimed.
+        var byFile: [FileKey: ItemPath] = [:]
+        for (path, found) in unclaimed { byFile[FileKey(found.identity, found.kind)] = path }
+        for id in missing {
+            guard let item = items[id] else { continue }
+            let known = item.local?.identity ?? item.synced?.identity
+            if let known, let kind = item.local?.kind ?? item.synced?.kind,
+                let path = byFile[FileKey(known, kind)], let found = unclaimed[path]
+            {
+                unclaimed[path] = nil
+                byFile[FileKey(known, kind)] = nil
+                items[id]?.local = observed(found, previous: item.local)
+            } else {
+                items[id]?.local = nil
+            }
+        }
+        guard !unclaimed.isEmpty else { return }
+        // What the service has at a path with nothing here: a file found there is that item's.
+        var remoteOnly: [ItemPath: ItemID] = [:]
+        for (id, item) in items where item.local == nil && item.synced == nil {
+            if let remote = item.remote, !remote.isDeleted { remoteOnly[remote.path] = id }
+        }
+        for path in unclaimed.keys.sorted() {
+            guard let found = unclaimed[path] else { continue }
+            let view = LocalView(path: found.path, kind: found.kind, identity: found.identity)
+            if let id = remoteOnly[path] {
+                items[id]?.local = view
+            } else {
+                let id = newID()
+                items[id] = ItemObservation(id: id, local: view)
+            }
+        }
+    }
+
+    /// The local view of `found`, keeping the content hash of an unchanged file.
+    static func observed(_ found: ScannedItem, previous: LocalView?) -> LocalView {
+        var view = LocalView(path: found.path, kind: found.kind, identity: found.identity)
+        // A hash known for an identity that was no longer racy still holds: any later write changed the identity.
+        if let previous, !previous.identity.isRacy, found.identity == previous.identity {
+            view.contentHash = previous.contentHash
+        }
+        return view
+    }
+
+    private struct FileKey: Hashable {
+        let device: UInt64
+        let inode: UInt64
+        let kind: ItemKind
+
+        init(_ identity: LocalFileIdentity, _ kind: ItemKind) {
+            device = identity.device
+            inode = identity.inode
+            self.kind = kind
+        }
+    }
+}

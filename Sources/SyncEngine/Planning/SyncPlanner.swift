@@ -1,0 +1,255 @@
+import UbiquityProtocol
+
+/// The engine's decisions, as a pure function: from every item's observations (``ItemObservation``) and the items
+/// with an operation in flight, the next operations — at most one per item, none for an item in flight. No I/O, no
+/// clock; the same input gives the same plan.
+///
+/// Properties (checked by the planner's randomized tests):
+/// - Any operation of a batch may complete first, or fail: each touches only its own item, and the executor checks
+///   what it expects (``SyncOperation``) before it acts.
+/// - Completing an operation and planning again moves toward "in step" ( ``ItemObservation/isInStep``): with the
+///   world quiet, planning and completing terminates.
+/// - Nothing saved is lost: a local copy is replaced, removed or evicted only while it is the synced content; a local
+///   edit is uploaded (as a new version, or a conflict version) before anything replaces it; a delete is based on the
+///   synced version, so the service refuses it when the other side changed since; an edit wins over a delete.
+///
+/// The rules, per item (`R` remote, `L` local, `S` synced):
+/// 1. Never in step (`S` missing): new here → create on the service, unless another item holds the path there —
+///    the same content is adopted, other content moves aside; new there → a placeholder; both at one path → the
+///    same content is adopted, other content moves aside; gone on both → forget.
+/// 2. Deleted on the service: an unchanged local copy is removed; a changed one is uploaded (the edit brings the
+///    item back); nothing here → forget.
+/// 3. Deleted here (`S` had a copy, `L` missing): deleted on the service based on `S`'s version — unless the
+///    service has a newer version, which wins over the delete and comes back as a placeholder.
+/// 4. Moved: on the service → the local copy follows (the service wins when both moved); here only → the service's
+///    record follows.
+/// 5. Content: edited here → uploaded based on `S` (or adopted when it is the service's content already); edited on
+///    the service only → downloaded over the unchanged copy, or recorded as a placeholder (large items, evicted ones);
+///    racy identities → the content is hashed first.
+/// 6. Requests: download a placeholder; evict an unchanged, uploaded copy.
+public struct SyncPlanner: Sendable {
+    /// What the planner's policy depends on.
+    public struct Configuration: Hashable, Sendable {
+        /// Items up to this size are downloaded as soon as they are heard of; larger ones stay placeholders until
+        /// asked for (default 1 MiB).
+        public var eagerDownloadLimit: Int64
+
+        /// Creates a configuration.
+        public init(eagerDownloadLimit: Int64 = 1 << 20) { self.eagerDownloadLimit = eagerDownloadLimit }
+    }
+
+    /// Facts about other items that one item's decision needs: who holds a path on the service.
+    public struct Context: Sendable {
+        /// The live item on the service at each path (by ``ItemPath/collisionKey``).
+        var remoteOwners: [String: ItemID]
+
+        /// No other items.
+        public static let empty = Context(remoteOwners: [:])
+
+        /// The context of `items`.
+        public init(_ items: some Sequence<ItemObservation>) {
+            var owners: [String: ItemID] = [:]
+            for item in items {
+                guard let remote = item.remote, !remote.isDeleted else { continue }
+                owners[remote.path.collisionKey] = item.id
+            }
+            remoteOwners = owners
+        }
+
+        init(remoteOwners: [String: ItemID]) { self.remoteOwners = remoteOwners }
+    }
+
+    /// The policy.
+    public var configuration: Configuration
+
+    /// Creates a planner.
+    public init(configuration: Configuration = Configuration()) { self.configuration = configuration }
+
+    /// The next operations for `items`, none for the items in `inFlight`; empty when everything is in step.
+    public func plan(_ items: [ItemObservation], inFlight: Set<ItemID> = []) -> [SyncOperation] {
+        let context = Context(items)
+        let byID = Dictionary(items.map { ($0.id, $0) }) { first, _ in first }
+        var operations: [SyncOperation] = []
+        for item in items where !inFlight.contains(item.id) {
+            guard let operation = Self.decide(item, context: context, configuration: configuration) else { continue }
+            // An item adopting the content of the one holding its path waits while that one has its own work.
+            if case .adoptLocal = operation, let owner = Self.owner(of: item, in: context), owner != item.id,
+                inFlight.contains(owner) || byID[owner].map({ !$0.isInStep }) == true
+            {
+                continue
+            }
+            operations.append(operation)
+        }
+        return operations
+    }
+
+    private static func owner(of item: ItemObservation, in context: Context) -> ItemID? {
+        item.local.flatMap { context.remoteOwners[$0.path.collisionKey] }
+    }
+
+    /// The one next operation for `item`, or `nil` when it is in step (or waits for another item).
+    public static func decide(
+        _ item: ItemObservation, context: Context, configuration: Configuration
+    ) -> SyncOperation? {
+        let id = item.id
+        guard let synced = item.synced else { return firstAgreement(item, context: context) }
+        let local = item.local
+        guard let remote = item.remote else {
+            // Known here, never heard from the service (its creation is on its way): content waits for the record.
+            return nil
+        }
+        // 2. Deleted on the service.
+        if remote.isDeleted {
+            guard let local else { return .forget(id) }
+            switch contentState(local, synced) {
+            case .same: return .deleteLocal(id, path: local.path, expecting: local.identity)
+            case .unknown: return .hashLocal(id, expecting: local.identity)
+            case .changed, .absent:
+                if local.kind == .directory { return .deleteLocal(id, path: local.path, expecting: local.identity) }
+                if let owner = context.remoteOwners[local.path.collisionKey], owner != id {
+                    // Another item has the path now: the edit steps aside and goes up as an item of its own.
+                    return .moveAside(id, path: local.path, expecting: local.identity)
+                }
+                if local.path != remote.path || context.remoteOwners[remote.path.collisionKey].map({ $0 != id }) == true
+                {
+                    // The item would come back where it was, which is elsewhere or taken: the edit is an item of its own.
+                    return .detachLocal(id)
+                }
+                // The edit brings the item back.
+                return .uploadContent(id, basedOn: synced.version, expecting: local.identity)
+            }
+        }
+        // 3. Deleted here.
+        guard let local else {
+            if synced.identity == nil {
+                // A placeholder: nothing was here to delete.
+                return placeholderStep(item, remote: remote, synced: synced, configuration: configuration)
+            }
+            if remote.version == synced.version { return .deleteRemote(id, basedOn: synced.version) }
+            var placeholder = remote
+            placeholder.isDeleted = false
+            return .recordPlaceholder(id, placeholder)  // the service's newer version wins over the delete
+        }
+        // 4. Moved.
+        if remote.path != synced.path || (remote.path != local.path && local.path == synced.path) {
+            if local.path != remote.path {
+                return .moveLocal(id, from: local.path, to: remote.path, expecting: local.identity)
+            }
+        }
+        if local.path != synced.path {
+            if local.path == remote.path {
+                // Both moved to the same place: agree on the path (the content is decided on its own).
+                return .agreePath(id, remote.path)
+            }
+            if let owner = context.remoteOwners[local.path.collisionKey], owner != id {
+                // Moved here to where the service has another item: the local file steps aside, then moves there.
+                return .moveAside(id, path: local.path, expecting: local.identity)
+            }
+            return .moveRemote(id, to: local.path)
+        }
+        // 5. Content.
+        if local.kind == .directory {
+            return synced.identity == nil ? .adoptLocal(id, remote: remote, identity: local.identity) : nil
+        }
+        switch contentState(local, synced) {
+        case .unknown:
+            return .hashLocal(id, expecting: local.identity)
+        case .changed, .absent:
+            if let hash = local.contentHash, remote.version != nil, hash == remote.contentHash {
+                return .adoptLocal(id, remote: remote, identity: local.identity)
+            }
+            if local.contentHash == nil, remote.version != synced.version, remote.version != nil {
+                // Both sides changed: the bytes say whether it is the same content (then no conflict at all).
+                return .hashLocal(id, expecting: local.identity)
+            }
+            return .uploadContent(id, basedOn: synced.version, expecting: local.identity)
+        case .same:
+            if let version = remote.version, version != synced.version {
+                return .download(id, version: version, path: local.path, replacing: local.identity)
+            }
+            if let hash = local.contentHash, hash == synced.contentHash,
+                local.identity != synced.identity || (synced.identity?.isRacy == true && !local.identity.isRacy)
+            {
+                // Only the recorded identity was stale (a rename, a touch) or racy: record the current one.
+                return .adoptLocal(id, remote: remote, identity: local.identity)
+            }
+            if item.requests.contains(.evict), synced.version != nil {
+                return .evict(id, path: local.path, expecting: local.identity)
+            }
+            return nil
+        }
+    }
+
+    /// A placeholder's next step: follow the service's record, and download when the policy or a request says so.
+    private static func placeholderStep(
+        _ item: ItemObservation, remote: RemoteView, synced: SyncedView, configuration: Configuration
+    ) -> SyncOperation? {
+        let id = item.id
+        guard let version = remote.version else {
+            return remote.path != synced.path || remote.kind != synced.kind ? .recordPlaceholder(id, remote) : nil
+        }
+        let eager = remote.size <= configuration.eagerDownloadLimit && !item.requests.contains(.keepEvicted)
+        if item.requests.contains(.download) || eager {
+            return .download(id, version: version, path: remote.path, replacing: nil)
+        }
+        if version != synced.version || remote.path != synced.path { return .recordPlaceholder(id, remote) }
+        return nil
+    }
+
+    /// Rule 1: an item the two sides never agreed on.
+    private static func firstAgreement(_ item: ItemObservation, context: Context) -> SyncOperation? {
+        let id = item.id
+        switch (item.remote, item.local) {
+        case (nil, nil):
+            return .forget(id)
+        case (nil, let local?):
+            if let owner = context.remoteOwners[local.path.collisionKey], owner != id {
+                // Another item holds the path on the service. The same folder, or the same content, is that item
+                // (adopted once the owner is in step); anything else steps aside.
+                return .moveAside(id, path: local.path, expecting: local.identity)
+            }
+            return .createRemote(id, path: local.path, kind: local.kind)
+        case (let remote?, nil):
+            return remote.isDeleted ? .forget(id) : .recordPlaceholder(id, remote)
+        case (let remote?, let local?):
+            if remote.isDeleted || remote.path != local.path {
+                return .createRemote(id, path: local.path, kind: local.kind)
+            }
+            if remote.kind != local.kind { return .moveAside(id, path: local.path, expecting: local.identity) }
+            if remote.kind == .directory || remote.version == nil {
+                // The same folder; or a record whose content never came: the local content becomes its first version
+                // (agreed on as a placeholder, then uploaded).
+                return remote.kind == .directory
+                    ? .adoptLocal(id, remote: remote, identity: local.identity)
+                    : .recordPlaceholder(id, remote)
+            }
+            guard let hash = local.contentHash else { return .hashLocal(id, expecting: local.identity) }
+            return hash == remote.contentHash
+                ? .adoptLocal(id, remote: remote, identity: local.identity)
+                : .moveAside(id, path: local.path, expecting: local.identity)
+        }
+    }
+
+    /// How the local copy stands against the synced content.
+    enum ContentState {
+        /// The synced content, as far as identity and (for racy identities) hash tell.
+        case same
+        /// Something else: an edit here.
+        case changed
+        /// The identity is the synced one but racy, and the hash is not known: read it to tell.
+        case unknown
+        /// The synced state is a placeholder and something is there now.
+        case absent
+    }
+
+    static func contentState(_ local: LocalView, _ synced: SyncedView) -> ContentState {
+        guard let recorded = synced.identity else { return .absent }
+        if local.identity.isUnchanged(since: recorded) {
+            guard recorded.isRacy, local.kind != .directory else { return .same }
+            guard let hash = local.contentHash else { return .unknown }
+            return hash == synced.contentHash ? .same : .changed
+        }
+        if let hash = local.contentHash, hash == synced.contentHash, local.kind != .directory { return .same }
+        return local.kind == .directory ? .same : .changed
+    }
+}

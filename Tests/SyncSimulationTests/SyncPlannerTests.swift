@@ -1,0 +1,132 @@
+import Foundation
+import SyncEngine
+import Testing
+import UbiquityProtocol
+
+/// The planner's rules, one situation each, without disks or sockets.
+@Suite("SyncPlanner: the rules, one situation each")
+struct SyncPlannerTests {
+    let id = ItemID()
+    let path = try! ItemPath("Documents/List.txt")
+    let v1 = VersionID()
+    let v2 = VersionID()
+    let h1 = try! ChunkHash(String(repeating: "a", count: 64))
+    let h2 = try! ChunkHash(String(repeating: "b", count: 64))
+
+    /// An identity taken long after its modification (not racy).
+    func identity(inode: UInt64 = 7, modified: Int64 = 1_000_000_000_000) -> LocalFileIdentity {
+        var identity = LocalFileIdentity(device: 1, inode: inode, size: 5, modified: modified, changed: modified)
+        identity.capturedAt = modified + 60_000_000_000
+        return identity
+    }
+
+    func inStep() -> ItemObservation {
+        ItemObservation(
+            id: id, remote: RemoteView(path: path, kind: .file, version: v1, contentHash: h1, size: 5),
+            local: LocalView(path: path, kind: .file, identity: identity()),
+            synced: SyncedView(path: path, kind: .file, version: v1, contentHash: h1, size: 5, identity: identity()))
+    }
+
+    func decide(_ item: ItemObservation) -> SyncOperation? {
+        SyncPlanner.decide(item, context: .init([item]), configuration: .init())
+    }
+
+    @Test("In step: nothing to do")
+    func inStepPlansNothing() {
+        #expect(decide(inStep()) == nil)
+        #expect(inStep().isInStep)
+    }
+
+    @Test("Deleted on the service: an unchanged copy is removed, checked against what the plan saw")
+    func remoteDeleteRemovesUnchangedCopy() {
+        var item = inStep()
+        item.remote?.isDeleted = true
+        #expect(decide(item) == .deleteLocal(id, path: path, expecting: identity()))
+    }
+
+    @Test("Deleted on the service: an edited copy is uploaded (the edit brings the item back), never removed")
+    func remoteDeleteKeepsEdit() {
+        var item = inStep()
+        item.remote?.isDeleted = true
+        item.local?.identity = identity(modified: 2_000_000_000_000)
+        #expect(decide(item) == .uploadContent(id, basedOn: v1, expecting: identity(modified: 2_000_000_000_000)))
+    }
+
+    @Test("Deleted here, changed on the service: the newer version wins over the delete")
+    func remoteEditWinsOverLocalDelete() {
+        var item = inStep()
+        item.local = nil
+        item.remote?.version = v2
+        guard case .recordPlaceholder(_, let view) = decide(item) else {
+            Issue.record("expected a placeholder, got \(String(describing: decide(item)))")
+            return
+        }
+        #expect(view.version == v2)
+        item.remote?.version = v1
+        #expect(decide(item) == .deleteRemote(id, basedOn: v1))
+    }
+
+    @Test("Edited here and on the service: the same bytes are adopted, other bytes go up as a conflict")
+    func bothEdited() {
+        var item = inStep()
+        item.remote?.version = v2
+        item.remote?.contentHash = h2
+        let edited = identity(modified: 2_000_000_000_000)
+        item.local?.identity = edited
+        #expect(decide(item) == .hashLocal(id, expecting: edited))
+        item.local?.contentHash = h2
+        #expect(decide(item) == .adoptLocal(id, remote: item.remote!, identity: edited))
+        item.local?.contentHash = try! ChunkHash(String(repeating: "c", count: 64))
+        #expect(decide(item) == .uploadContent(id, basedOn: v1, expecting: edited))
+    }
+
+    @Test("A racy identity is not trusted: the content is hashed before anything replaces or removes it")
+    func racyIdentityIsHashed() {
+        var item = inStep()
+        var racy = identity()
+        racy.capturedAt = racy.modified + 1
+        item.synced?.identity = racy
+        item.local?.identity = racy
+        item.remote?.version = v2
+        #expect(decide(item) == .hashLocal(id, expecting: racy))
+        item.local?.contentHash = h1
+        #expect(decide(item) == .download(id, version: v2, path: path, replacing: racy))
+    }
+
+    @Test("Moved on the service: the local copy follows; moved here: the service's record follows")
+    func moves() {
+        let moved = try! ItemPath("Documents/Groceries.txt")
+        var item = inStep()
+        item.remote?.path = moved
+        #expect(decide(item) == .moveLocal(id, from: path, to: moved, expecting: identity()))
+        item = inStep()
+        item.local?.path = moved
+        #expect(decide(item) == .moveRemote(id, to: moved))
+    }
+
+    @Test("A new local file at a path another item holds on the service steps aside")
+    func collisionStepsAside() {
+        let other = inStep()
+        let mine = ItemObservation(
+            id: ItemID(), local: LocalView(path: path, kind: .file, identity: identity(inode: 9)))
+        let plan = SyncPlanner().plan([other, mine])
+        #expect(plan == [.moveAside(mine.id, path: path, expecting: identity(inode: 9))])
+    }
+
+    @Test("At most one operation per item, none for an item in flight")
+    func oneOperationPerItem() {
+        var items: [ItemObservation] = []
+        for index in 0..<50 {
+            items.append(
+                ItemObservation(
+                    id: ItemID(),
+                    local: LocalView(
+                        path: try! ItemPath("Documents/\(index).txt"), kind: .file, identity: identity(inode: 100))))
+        }
+        let busy = Set(items.prefix(10).map(\.id))
+        let plan = SyncPlanner().plan(items, inFlight: busy)
+        #expect(plan.count == 40)
+        #expect(Set(plan.map(\.itemID)).count == plan.count)
+        #expect(plan.allSatisfy { !busy.contains($0.itemID) })
+    }
+}
