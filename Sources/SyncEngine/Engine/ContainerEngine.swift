@@ -23,12 +23,18 @@ public struct ContainerEngine: Service {
     public var pollInterval: Duration = .seconds(30)
     /// The longest wait before retrying a failed round (default 30 s).
     public var maximumBackoff: Duration = .seconds(30)
+    /// The clock polling and backoff wait on (the continuous clock; tests hand in one they move themselves).
+    public let clock: any Clock<Duration>
     let logger: Logger
 
     /// Creates the engine of `sync`'s container.
-    public init(sync: ContainerSync, pushToken: String?, logger: Logger = Logger(label: "ubiquity.engine")) {
+    public init(
+        sync: ContainerSync, pushToken: String?, clock: any Clock<Duration> = ContinuousClock(),
+        logger: Logger = Logger(label: "ubiquity.engine")
+    ) {
         self.sync = sync
         self.pushToken = pushToken
+        self.clock = clock
         self.logger = logger
     }
 
@@ -101,7 +107,7 @@ public struct ContainerEngine: Service {
             }
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: pollInterval)
+                    guard (try? await clock.sleep(for: pollInterval)) != nil else { return }
                     pending.add(.everything)
                     trigger.yield()
                 }
@@ -120,7 +126,7 @@ public struct ContainerEngine: Service {
                     backoff = min(backoff * 2, maximumBackoff)
                     // A retry is one more trigger after the wait; the group ends it on shutdown.
                     group.addTask {
-                        guard (try? await Task.sleep(for: wait)) != nil else { return }
+                        guard (try? await clock.sleep(for: wait)) != nil else { return }
                         trigger.yield()
                     }
                 }

@@ -105,9 +105,15 @@ public actor ContainerSync {
         let previous = round
         let next = Task {
             _ = await previous?.result
-            try await pushLocalChanges(scope)
-            try await pullRemoteChanges()
-            try await syncKeyValues()
+            do {
+                try await pushLocalChanges(scope)
+                try await pullRemoteChanges()
+                try await syncKeyValues()
+                hub.send(.roundEnded(failure: nil))
+            } catch {
+                hub.send(.roundEnded(failure: String(describing: error)))
+                throw error
+            }
         }
         round = next
         try await withTaskCancellationHandler {

@@ -20,6 +20,9 @@ public enum SyncEvent: Hashable, Sendable, Codable {
     case versionResolved(ItemID, ItemPath, VersionRecord)
     /// Keys of the container's key-value store changed, and why.
     case keyValuesChanged([String], KeyValueChangeReason)
+    /// A sync round ended: everything it found went up and everything the service had came down (`nil`), or it
+    /// failed, and why (the service unreachable, say; what it did not finish waits for the next round).
+    case roundEnded(failure: String?)
 }
 
 /// An upload or download of one item's content under way.

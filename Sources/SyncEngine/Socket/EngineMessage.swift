@@ -22,7 +22,7 @@ public enum EngineMessage: Hashable, Sendable, Codable {
     case event(SyncEvent)
 
     enum CodingKeys: String, CodingKey {
-        case event, item, itemID, path, transfer, version, keys, reason
+        case event, item, itemID, path, transfer, version, keys, reason, failure
     }
 
     /// Decodes a frame: an event when it has an `"event"` field, a response otherwise.
@@ -58,6 +58,8 @@ public enum EngineMessage: Hashable, Sendable, Codable {
                 .keyValuesChanged(
                     try container.decode([String].self, forKey: .keys),
                     try container.decode(KeyValueChangeReason.self, forKey: .reason)))
+        case "roundEnded":
+            self = .event(.roundEnded(failure: try container.decodeIfPresent(String.self, forKey: .failure)))
         default: throw ProtocolError(.malformedRequest, "unknown event \"\(name.prefix(100))\"")
         }
     }
@@ -99,6 +101,9 @@ public enum EngineMessage: Hashable, Sendable, Codable {
             try container.encode("keyValuesChanged", forKey: .event)
             try container.encode(keys, forKey: .keys)
             try container.encode(reason, forKey: .reason)
+        case .roundEnded(let failure):
+            try container.encode("roundEnded", forKey: .event)
+            try container.encodeIfPresent(failure, forKey: .failure)
         }
     }
 }

@@ -16,7 +16,7 @@ import UbiquityTestSupport
 /// `ubiquity login`), the desktop an in-process ``ContainerSync``, both against a ``LocalService``.
 final class EngineKillRun: Sendable {
     static let container = try! ContainerID("TEAM.com.example.grocery")
-    static let kills = 8
+    static let kills = 50
     static let laptopName = "laptop"
     static let desktopName = "desktop"
 
@@ -103,7 +103,7 @@ final class EngineKillRun: Sendable {
             group.addTask { try await self.editOnDesktop(random: desktopRandom) }
             for kill in 1...Self.kills {
                 // Some kills come soon after a restart (the first round's scan and catching up), some later.
-                let pause = Bool.random(using: &random) ? 100...600 : 300...1_500
+                let pause = Bool.random(using: &random) ? 30...250 : 150...700
                 try await Task.sleep(for: .milliseconds(Int.random(in: pause, using: &random)))
                 if Bool.random(using: &random) {
                     // Half the kills land just after a save on either device: while the engine reads, uploads,
@@ -113,7 +113,7 @@ final class EngineKillRun: Sendable {
                 }
                 await timed("kill") { await killEngine(kill) }
                 if kill == Self.kills { break }
-                try await Task.sleep(for: .milliseconds(Int.random(in: 0...500, using: &random)))
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0...250, using: &random)))
                 try startEngine()
             }
             streamsStopped.store(true, ordering: .sequentiallyConsistent)
