@@ -3,7 +3,7 @@ import Grocery
 import Testing
 import UbiquityTestSupport
 
-@Suite("The grocery command line: two devices on one machine", .serialized, .timeLimit(.minutes(10)))
+@Suite("The grocery command line: two devices on one machine", .timeLimit(.minutes(10)))
 struct GroceryCommandLineTests {
     /// The id `grocery add` printed: "added NAME (ID)".
     private func id(from output: String) throws -> String {

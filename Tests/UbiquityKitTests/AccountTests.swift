@@ -6,7 +6,7 @@ import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
 
-@Suite("Account identity", .serialized, .timeLimit(.minutes(5)))
+@Suite("Account identity", .timeLimit(.minutes(5)))
 struct AccountTests {
     @Test(
         "Signing in as another account changes the identity token and posts the change; none of the first account's items are visible; signing out empties the identity; signing back in brings the first account's items back",

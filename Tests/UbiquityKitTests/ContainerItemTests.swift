@@ -6,7 +6,7 @@ import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
 
-@Suite("Containers and items", .serialized, .timeLimit(.minutes(5)))
+@Suite("Containers and items", .timeLimit(.minutes(5)))
 struct ContainerItemTests {
     @Test(
         "A file moved into the container reaches the other device; evicted and downloaded again; moved out it leaves every device; resource values at each step",

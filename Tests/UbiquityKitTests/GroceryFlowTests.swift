@@ -6,7 +6,7 @@ import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
 
-@Suite("The seeds' grocery flow", .serialized, .timeLimit(.minutes(5)))
+@Suite("The seeds' grocery flow", .timeLimit(.minutes(5)))
 struct GroceryFlowTests {
     @Test(
         "An item created on the laptop is a placeholder on the desktop; opening it there downloads it; the desktop's edit reverts the laptop's open document by itself",

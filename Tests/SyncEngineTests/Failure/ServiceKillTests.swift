@@ -75,7 +75,10 @@ struct ServiceKillTests {
         let restarted = service
         let observer = login
         let uploaded = try await eventually(within: .seconds(60), every: .milliseconds(100)) {
-            let files = try await ServiceSnapshot.take(observer, Self.container).currentFiles
+            // The observer's pooled connections went to the killed service: a failed look is "not yet".
+            guard let files = try? await ServiceSnapshot.take(observer, Self.container).currentFiles else {
+                return false
+            }
             return try files[Self.bigPath] == bigHash && files[Self.offlinePath] == contentHash(offline)
         }
         try #require(uploaded, "the upload did not complete after the restart: \(restarted.process.outputTail())")
@@ -91,7 +94,7 @@ struct ServiceKillTests {
         running.cancel()
         _ = await running.result
 
-        try await desktop.syncOnce()
+        try await desktop.syncOnceAfterRestart()
         try await desktop.download(Self.bigPath)
         let copy = desktop.layout.url(of: Self.bigPath)
         let copied = try await offPool { try contentHash(try Data(contentsOf: copy)) }

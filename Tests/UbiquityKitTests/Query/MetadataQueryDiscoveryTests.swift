@@ -5,7 +5,7 @@ import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
 
-@Suite("MetadataQuery discovery", .serialized, .timeLimit(.minutes(5)))
+@Suite("MetadataQuery discovery", .timeLimit(.minutes(5)))
 struct MetadataQueryDiscoveryTests {
     @Test(
         "The grocery discovery: the desktop's query for Item_* sees the laptop's items as placeholders, then downloaded, changed, renamed, removed",

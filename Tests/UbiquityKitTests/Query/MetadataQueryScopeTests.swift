@@ -5,7 +5,7 @@ import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
 
-@Suite("MetadataQuery scopes, predicates and order", .serialized, .timeLimit(.minutes(5)))
+@Suite("MetadataQuery scopes, predicates and order", .timeLimit(.minutes(5)))
 struct MetadataQueryScopeTests {
     @Test(
         "Documents, data or both; predicates over size, name and path; results and live additions in sort order",

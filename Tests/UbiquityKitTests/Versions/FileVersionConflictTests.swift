@@ -6,7 +6,7 @@ import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
 
-@Suite("FileVersion: conflicts as both devices see them", .serialized, .timeLimit(.minutes(5)))
+@Suite("FileVersion: conflicts as both devices see them", .timeLimit(.minutes(5)))
 struct FileVersionConflictTests {
     @Test(
         "Saved on both devices from the same base: both documents in conflict, the same conflict and current versions on both, each naming the device that saved it, contents readable on demand",

@@ -5,7 +5,7 @@ import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
 
-@Suite("FileVersion: items without versions, and URLs that are not items", .serialized, .timeLimit(.minutes(5)))
+@Suite("FileVersion: items without versions, and URLs that are not items", .timeLimit(.minutes(5)))
 struct FileVersionInputTests {
     @Test(
         "Unknown identifiers find nothing; URLs outside a container, in its private folder or with no item are nil or a typed error; a synced item has its current version only",
