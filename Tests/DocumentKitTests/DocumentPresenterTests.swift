@@ -293,7 +293,7 @@ struct DocumentPresenterTests {
             }
         }
         #expect(document.documentState == .closed, "closed before the deletion went ahead")
-        try await expectClosedForGood(document, recorder: recorder, url: url)
+        try await expectClosedForGood(document, recorder: recorder, url: url, in: sandbox)
     }
 
     @Test("a deletion by another process closes the document, unsaved changes and all")
@@ -308,18 +308,30 @@ struct DocumentPresenterTests {
 
         #expect(try await helper(["coord-delete", lockDirectory, url.path]) == 0)
         await waitUntil("the document closes") { document.documentState.contains(.closed) }
-        try await expectClosedForGood(document, recorder: recorder, url: url)
+        try await expectClosedForGood(document, recorder: recorder, url: url, in: sandbox)
     }
 
     /// The document closed because its file was deleted: it says so once, stops presenting, and never writes the
     /// file again — not when its autosave delay passes, not when it is closed.
-    private func expectClosedForGood(_ document: NoteDocument, recorder: StateRecorder, url: URL) async throws {
+    private func expectClosedForGood(
+        _ document: NoteDocument, recorder: StateRecorder, url: URL, in sandbox: CoordinationSandbox
+    ) async throws {
         #expect(recorder.states.last == .closed)
         #expect(recorder.states.filter { $0.contains(.closed) }.count == 1)
         #expect(!document.hasUnsavedChanges)
         #expect(!FileCoordinator.filePresenters.contains { $0 === document })
-        try await Task.sleep(for: document.autosaveDelay * 3)  // a chance for a stray autosave, not a timing check
+        // The autosave the edit armed was due one delay after the edit. Another document, edited now, autosaves twice
+        // that delay from now: once it has, the deleted document's autosave has had its turn — and every file access
+        // it asked for has ended once the document's next turn comes.
+        let later = NoteDocument(fileURL: try sandbox.file("Later.txt", "later"))
+        later.autosaveDelay = document.autosaveDelay * 2
+        try await later.openDocument()
+        defer { FileCoordinator.removeFilePresenter(later) }
+        later.edit("autosaved later")
+        await waitUntil("the later edit is autosaved") { !later.hasUnsavedChanges }
+        await presenterSettled(document)
         #expect(!FileManager.default.fileExists(atPath: url.path), "the autosave does not recreate the file")
+        #expect(await later.close())
         #expect(await document.close())
         #expect(!FileManager.default.fileExists(atPath: url.path), "closing does not recreate the file")
         #expect(document.documentState == .closed)
@@ -430,7 +442,9 @@ struct DocumentPresenterTests {
             }
         }
         await waitUntil("the writer asks presenters to relinquish") { witness.log.contains("relinquishToWriter") }
-        try await Task.sleep(for: .milliseconds(200))  // a chance for the writer to get in too early
+        // The document was asked before the witness; once it has handled that request the writer has asked all it
+        // waits for. It reads what the save wrote, which is on disk only after the gate opens.
+        await presenterSettled(document, fileAccess: false)
         events.update { $0.append("save released") }
         gate.signal()
         #expect(await saving.value)
@@ -481,7 +495,9 @@ struct DocumentPresenterTests {
             }
             let asked = access == "reader" ? "relinquishToReader" : "relinquishToWriter"
             await waitUntil("the \(access) asks presenters to relinquish") { witness.log.contains(asked) }
-            try await Task.sleep(for: .milliseconds(200))  // a chance for it to get in too early
+            // The document was asked before the witness; once it has handled that request the other side has asked
+            // all it waits for. What it reads is written only after the gate opens.
+            await presenterSettled(document, fileAccess: false)
             gate.signal()
             #expect(await offMain { other.join() })
             #expect(events.current == ["document's access ended", "\(access) saw: done by \(access)'s time"])

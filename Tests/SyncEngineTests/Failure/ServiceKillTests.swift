@@ -66,9 +66,14 @@ struct ServiceKillTests {
         #expect(died && service.process.endedBySignal, "the service did not die of SIGKILL")
         #expect(before < Double(big.count), "the kill came after the whole file had arrived")
 
-        // While it is down: another change, and rounds that fail.
+        // While it is down: another change, and rounds that fail. Two rounds end after the change is written; the
+        // second began after the first ended, so it began with the change on disk.
         try await offPool { try offline.write(to: laptop.layout.url(of: Self.offlinePath)) }
-        try await Task.sleep(for: .milliseconds(500))
+        let rounds = RoundWatcher(laptop.events())
+        for _ in 1...2 {
+            let failure = try await rounds.next()
+            #expect(failure != nil, "a round succeeded while the service was down")
+        }
         service = try await ServiceProcess.start(
             data: service.data, port: service.port, log: home.appendingPathComponent("logs/service-2.log"))
 

@@ -144,14 +144,19 @@ struct KeyValueStoreTests {
             let mine = UbiquitousKeyValueStore(ubiquity: laptop.ubiquity)
             let theirs = UbiquitousKeyValueStore(ubiquity: desktop.ubiquity)
             mine.set("laptop's", forKey: "theme")
-            try await Task.sleep(for: .milliseconds(20))
+            // The laptop's engine has taken its write, and stamped it, before the desktop writes: the desktop's is the
+            // later write, though neither has reached the service yet.
+            await mine.synchronized()
             theirs.set("desktop's", forKey: "theme")
             #expect(await eventually(.seconds(30)) { mine.string(forKey: "theme") == "desktop's" })
             #expect(theirs.string(forKey: "theme") == "desktop's")
-            // And stays so once both have settled.
-            await mine.synchronized()
-            await theirs.synchronized()
-            try await Task.sleep(for: .milliseconds(300))
+            // And stays so once each device has heard everything the other sent: a write the laptop makes now goes to
+            // the service after its write of the key, and one the desktop makes once it has heard of the laptop's goes
+            // after that; each device's store reads the service's changes in order.
+            mine.set("laptop's", forKey: "settled")
+            #expect(await eventually(.seconds(30)) { theirs.string(forKey: "settled") == "laptop's" })
+            theirs.set("desktop's", forKey: "settled")
+            #expect(await eventually(.seconds(30)) { mine.string(forKey: "settled") == "desktop's" })
             #expect(mine.string(forKey: "theme") == "desktop's")
             #expect(theirs.string(forKey: "theme") == "desktop's")
         }

@@ -17,13 +17,23 @@ struct MetadataQueryUpdateTests {
         }
     }
 
+    /// Returns once the serial `queue` has run every operation added to it before the call. A query queues what it has
+    /// to tell on its operation queue, in order, before the call that gave it something to tell returns: when this
+    /// returns, everything the query had to tell before the call has been told.
+    static func posted(on queue: OperationQueue) async {
+        await withCheckedContinuation { continuation in queue.addOperation { continuation.resume() } }
+    }
+
     @Test(
         "Disabled updates hold changes — results stay put — and enabling delivers them in one did-update",
         arguments: EngineMode.allCases)
     func holding(mode: EngineMode) async throws {
         try await withTwoDevices(mode) { laptop, desktop, _ in
             try await Self.land(["Kept.txt", "Gone.txt"], on: laptop, seenBy: desktop)
+            let queue = OperationQueue()
+            queue.maxConcurrentOperationCount = 1
             let query = MetadataQuery(ubiquity: desktop.ubiquity)
+            query.operationQueue = queue
             let recorder = QueryRecorder(query)
             query.start()
             #expect(await eventually { recorder.told("finish") })
@@ -41,9 +51,12 @@ struct MetadataQueryUpdateTests {
             #expect(await eventually { (try? gone.ubiquitousResourceValues()) == nil })
             #expect(recorder.updates.isEmpty)
             #expect(query.results.map(\.fileName) == ["Gone.txt", "Kept.txt"])
+            // One of the two disables is matched: still held. Whatever the query had to post by now, the queue has
+            // posted — and that was no did-update.
             query.enableUpdates()
-            try await Task.sleep(for: .milliseconds(200))
+            await Self.posted(on: queue)
             #expect(recorder.updates.isEmpty)
+            #expect(query.results.map(\.fileName) == ["Gone.txt", "Kept.txt"])
             query.enableUpdates()
             #expect(await eventually { query.results.map(\.fileName) == ["Kept.txt", "One.txt", "Two.txt"] })
             #expect(await eventually { recorder.updates.count == 1 })

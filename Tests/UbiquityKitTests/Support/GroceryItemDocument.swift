@@ -5,15 +5,12 @@ import Foundation
 @MainActor
 final class GroceryItemDocument: Document {
     var name = ""
-    /// Every name the document loaded, in order (its first open and each revert).
-    var loads: [String] = []
 
     override func contents(forType typeName: String) throws -> Any { Data(name.utf8) }
 
     override func load(fromContents contents: Any, ofType typeName: String?) throws {
         guard let data = contents as? Data else { throw DocumentError(.readFailed, "expected a flat file") }
         name = String(decoding: data, as: UTF8.self)
-        loads.append(name)
     }
 
     /// Renames the item, as the app's editing code does.
