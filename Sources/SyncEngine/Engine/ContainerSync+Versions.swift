@@ -77,8 +77,10 @@ extension ContainerSync {
                 }
             } catch let error as ProtocolError where error.code != .internalError {
                 logger.notice("a queued version change no longer applies", metadata: ["error": "\(error)"])
+                try state.dequeue(sequence)
+                continue
             }
-            try state.dequeue(sequence)
+            try state.dequeue(sequence, applying: operation, to: id)
         }
     }
 

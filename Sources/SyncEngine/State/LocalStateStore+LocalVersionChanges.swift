@@ -113,7 +113,31 @@ extension LocalStateStore {
             let text = try String.fetchOne(
                 db, sql: "SELECT record FROM item WHERE path = ?", arguments: [path.string])
         else { return nil }
-        let item = try JSONDecoder().decode(LocalItem.self, from: Data(text.utf8))
+        var state = try recordedVersionState(of: JSONDecoder().decode(LocalItem.self, from: Data(text.utf8)), in: db)
+        // A change made here stands until the service has it, even over records the engine wrote meanwhile from an
+        // answer the service gave before the change (an operation that no longer applies is passed over).
+        for text in try String.fetchAll(
+            db, sql: "SELECT operation FROM outbox WHERE item_id = ? ORDER BY sequence",
+            arguments: [state.item.id.string])
+        {
+            guard let operation = try? JSONDecoder().decode(VersionOperation.self, from: Data(text.utf8)) else {
+                continue
+            }
+            _ = try? apply(operation, to: &state, at: path)
+        }
+        state.item.hasUnresolvedConflicts = state.others.contains { $0.isConflict && !$0.isResolved }
+        return state
+    }
+
+    /// The item's versions as recorded, without the queued changes over them.
+    static func recordedVersionState(of id: ItemID, in db: Database) throws -> LocalVersionState? {
+        guard
+            let text = try String.fetchOne(db, sql: "SELECT record FROM item WHERE id = ?", arguments: [id.string])
+        else { return nil }
+        return try recordedVersionState(of: JSONDecoder().decode(LocalItem.self, from: Data(text.utf8)), in: db)
+    }
+
+    private static func recordedVersionState(of item: LocalItem, in db: Database) throws -> LocalVersionState {
         let others = try String.fetchAll(
             db, sql: "SELECT record FROM version WHERE item_id = ?", arguments: [item.id.string]
         )
@@ -127,24 +151,12 @@ extension LocalStateStore {
             .map { try JSONDecoder().decode([VersionID].self, from: Data($0.utf8)) } ?? []
         // Once the service's record of a replaced version has come (or it became current again), it is no longer
         // known by id only.
-        var state = LocalVersionState(
+        return LocalVersionState(
             item: item, others: others,
             replaced: replaced.filter { !known.contains($0) && $0 != item.serverVersion })
-        // A change made here stands until the service has it, even over records the engine wrote meanwhile from an
-        // answer the service gave before the change (an operation that no longer applies is passed over).
-        for text in try String.fetchAll(
-            db, sql: "SELECT operation FROM outbox WHERE item_id = ? ORDER BY sequence", arguments: [item.id.string])
-        {
-            guard let operation = try? JSONDecoder().decode(VersionOperation.self, from: Data(text.utf8)) else {
-                continue
-            }
-            _ = try? apply(operation, to: &state, at: path)
-        }
-        state.item.hasUnresolvedConflicts = state.others.contains { $0.isConflict && !$0.isResolved }
-        return state
     }
 
-    private static func store(_ state: LocalVersionState, in db: Database) throws {
+    static func store(_ state: LocalVersionState, in db: Database) throws {
         let id = state.item.id.string
         try db.execute(
             sql: "UPDATE item SET record = ? WHERE id = ?",

@@ -123,4 +123,20 @@ extension LocalStateStore {
     func dequeue(_ sequence: Int64) throws {
         try pool.write { db in try db.execute(sql: "DELETE FROM outbox WHERE sequence = ?", arguments: [sequence]) }
     }
+
+    /// Drops a queued operation the service has just taken and applies it to the item's records in the same
+    /// transaction: the records are the service's state again. (Otherwise records written from an answer the service
+    /// gave before the operation would show it undone once it leaves the queue, and the next answer would announce
+    /// its change a second time.)
+    func dequeue(_ sequence: Int64, applying operation: VersionOperation, to id: ItemID) throws {
+        try pool.write { db in
+            if var state = try Self.recordedVersionState(of: id, in: db),
+                (try? Self.apply(operation, to: &state, at: state.item.path)) == true
+            {
+                state.item.hasUnresolvedConflicts = state.others.contains { $0.isConflict && !$0.isResolved }
+                try Self.store(state, in: db)
+            }
+            try db.execute(sql: "DELETE FROM outbox WHERE sequence = ?", arguments: [sequence])
+        }
+    }
 }
