@@ -82,7 +82,7 @@ final class TestThread: Sendable {
     }
 
     @discardableResult
-    func join(timeout: TimeInterval = 10) -> Bool {
+    func join(timeout: TimeInterval = 30) -> Bool {
         done.wait(timeout: .now() + timeout) == .success
     }
 }

@@ -46,12 +46,27 @@ public struct SyncPlanner: Sendable {
         /// No other items.
         public static let empty = Context(remoteOwners: [:])
 
-        /// The context of `items`.
-        public init(_ items: some Sequence<ItemObservation>) {
-            var owners: [String: ItemID] = [:]
+        /// The context of `items`. Only the paths some item's decision asks about are looked up (none in a container
+        /// in step, so planning one costs no path normalisation).
+        public init(_ items: some Collection<ItemObservation>) {
+            var needed = Set<String>()
             for item in items {
-                guard let remote = item.remote, !remote.isDeleted else { continue }
-                owners[remote.path.collisionKey] = item.id
+                guard let local = item.local else { continue }
+                let asks =
+                    item.synced == nil || item.remote?.isDeleted == true || local.path != item.synced?.path
+                    || item.remote.map { $0.path != local.path } == true
+                if asks {
+                    needed.insert(local.path.collisionKey)
+                    if let remote = item.remote { needed.insert(remote.path.collisionKey) }
+                }
+            }
+            var owners: [String: ItemID] = [:]
+            if !needed.isEmpty {
+                for item in items {
+                    guard let remote = item.remote, !remote.isDeleted else { continue }
+                    let key = remote.path.collisionKey
+                    if needed.contains(key) { owners[key] = item.id }
+                }
             }
             remoteOwners = owners
         }
@@ -68,15 +83,14 @@ public struct SyncPlanner: Sendable {
     /// The next operations for `items`, none for the items in `inFlight`; empty when everything is in step.
     public func plan(_ items: [ItemObservation], inFlight: Set<ItemID> = []) -> [SyncOperation] {
         let context = Context(items)
-        let byID = Dictionary(items.map { ($0.id, $0) }) { first, _ in first }
+        var byID: [ItemID: ItemObservation]?  // made only when an adoption needs to look at another item
         var operations: [SyncOperation] = []
         for item in items where !inFlight.contains(item.id) {
             guard let operation = Self.decide(item, context: context, configuration: configuration) else { continue }
             // An item adopting the content of the one holding its path waits while that one has its own work.
-            if case .adoptLocal = operation, let owner = Self.owner(of: item, in: context), owner != item.id,
-                inFlight.contains(owner) || byID[owner].map({ !$0.isInStep }) == true
-            {
-                continue
+            if case .adoptLocal = operation, let owner = Self.owner(of: item, in: context), owner != item.id {
+                if byID == nil { byID = Dictionary(items.map { ($0.id, $0) }) { first, _ in first } }
+                if inFlight.contains(owner) || byID?[owner].map({ !$0.isInStep }) == true { continue }
             }
             operations.append(operation)
         }
