@@ -39,10 +39,6 @@ public final class MetadataQuery: Sendable {
     /// The UbiquityKit instance (device) whose containers are searched.
     public let ubiquity: Ubiquity
     let state = Mutex(State())
-
-    /// How many items' changes the query has heard and not told yet (held while updates are disabled): what a test
-    /// waits on before it lets held updates go.
-    var heldChangeCount: Int { state.withLock { $0.machine.pendingCount } }
     let broadcast = EventBroadcast<Event>()
     /// Where notifications are posted when ``operationQueue`` is `nil`.
     let ownQueue = DispatchQueue(label: "UbiquityKit.MetadataQuery")

@@ -158,12 +158,8 @@ func withConflict(_ mode: EngineMode, _ body: (Conflict) async throws -> Void) a
             await service.stop()
             laptopDocument.rename(Conflict.laptopEdit)
             #expect(await laptopDocument.save(to: onLaptop, for: .forOverwriting))
-            // The later modification date is what makes the desktop's version the winner. File times move in clock
-            // ticks, so two saves made one right after the other may share one: the laptop's is set a minute back.
-            let saved = try #require(
-                try FileManager.default.attributesOfItem(atPath: onLaptop.path)[.modificationDate] as? Date)
-            try FileManager.default.setAttributes(
-                [.modificationDate: saved.addingTimeInterval(-60)], ofItemAtPath: onLaptop.path)
+            // Not a timing assertion: the later modification date is what makes the desktop's version the winner.
+            try await Task.sleep(for: .milliseconds(100))
             desktopDocument.rename(Conflict.desktopEdit)
             #expect(await desktopDocument.save(to: onDesktop, for: .forOverwriting))
             try await service.start()
