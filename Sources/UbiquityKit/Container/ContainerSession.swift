@@ -11,14 +11,19 @@ import UbiquityProtocol
 final class ContainerSession: Sendable {
     /// Where the container lives.
     let layout: ContainerLayout
-    /// How the engine is reached.
-    let connection: EngineConnection
+    /// How the engine is reached now (another one after an external engine ended: see ``reconnect()``).
+    var connection: EngineConnection { current.withLock { $0 } }
+    private let current: Mutex<EngineConnection>
+    /// What the session was opened with: how to reach or start an engine again.
+    let configuration: UbiquityConfiguration
+    let profile: DeviceProfile
     /// The engine's state database, read (and, for version changes made here, written) by this process too.
     let state: LocalStateStore
     private let mirror: Mutex<Mirror>
     private let broadcast = EventBroadcast<SyncEvent>()
-    private let tasks: Mutex<[Task<Void, Never>]>
-    private let logger: Logger
+    /// The session's tasks (the embedded engine, the event forwarding), and whether it closed.
+    let running: Mutex<(tasks: [Task<Void, Never>], closed: Bool)>
+    let logger: Logger
 
     private struct Mirror {
         var byPath: [ItemPath: LocalItem] = [:]
@@ -37,13 +42,18 @@ final class ContainerSession: Sendable {
         }
     }
 
-    private init(layout: ContainerLayout, connection: EngineConnection, state: LocalStateStore, logger: Logger) {
+    private init(
+        layout: ContainerLayout, connection: EngineConnection, state: LocalStateStore,
+        configuration: UbiquityConfiguration, profile: DeviceProfile
+    ) {
         self.layout = layout
-        self.connection = connection
+        current = Mutex(connection)
         self.state = state
-        self.logger = logger
+        self.configuration = configuration
+        self.profile = profile
+        logger = configuration.logger
         mirror = Mutex(Mirror())
-        tasks = Mutex([])
+        running = Mutex(([], false))
     }
 
     /// Opens the container with the engine `configuration` asks for, signed in as `profile`.
@@ -51,32 +61,46 @@ final class ContainerSession: Sendable {
         _ container: ContainerID, configuration: UbiquityConfiguration, profile: DeviceProfile
     ) async throws -> ContainerSession {
         let layout = ContainerLayout(root: configuration.root, container: container)
-        let logger = configuration.logger
+        let (connection, engine) = try await engine(for: layout, configuration: configuration, profile: profile)
+        return try await start(
+            layout: layout, connection: connection, engine: engine, configuration: configuration, profile: profile)
+    }
+
+    /// The engine `configuration` asks for: the running one's socket (`.external`, or `.automatic` when one runs), or
+    /// one embedded here (with its `ContainerEngine` to run).
+    static func engine(
+        for layout: ContainerLayout, configuration: UbiquityConfiguration, profile: DeviceProfile
+    ) async throws -> (EngineConnection, ContainerEngine?) {
         switch configuration.engine {
         case .external:
-            let client = try await connect(to: layout, waiting: configuration.engineWait)
-            return try await start(layout: layout, connection: .external(client), engine: nil, logger: logger)
+            return (.external(try await connect(to: layout, waiting: configuration.engineWait)), nil)
         case .automatic:
-            if FileManager.default.fileExists(atPath: layout.socket.path),
-                let client = try? await EngineSocketClient.connect(to: layout)
-            {
-                return try await start(layout: layout, connection: .external(client), engine: nil, logger: logger)
-            }
-            do {
-                return try await embedded(layout: layout, configuration: configuration, profile: profile)
-            } catch let error as UbiquityError where error.code == .engineAlreadyRunning {
-                // Another process took the lock first and is about to serve its socket: use that engine.
-                let client = try await connect(to: layout, waiting: configuration.engineWait)
-                return try await start(layout: layout, connection: .external(client), engine: nil, logger: logger)
+            let deadline = ContinuousClock.now + configuration.engineWait
+            while true {
+                if FileManager.default.fileExists(atPath: layout.socket.path),
+                    let client = try? await EngineSocketClient.connect(to: layout)
+                {
+                    return (.external(client), nil)
+                }
+                do {
+                    let (sync, engine) = try embedded(layout: layout, configuration: configuration, profile: profile)
+                    return (.embedded(sync), engine)
+                } catch let error as UbiquityError where error.code == .engineAlreadyRunning {
+                    // Another process holds the lock: one about to serve its socket (then it is used), or one ending
+                    // (then the lock comes free). Polling: neither is announced.
+                    guard ContinuousClock.now < deadline else { throw error }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
             }
         case .embedded:
-            return try await embedded(layout: layout, configuration: configuration, profile: profile)
+            let (sync, engine) = try embedded(layout: layout, configuration: configuration, profile: profile)
+            return (.embedded(sync), engine)
         }
     }
 
     private static func embedded(
         layout: ContainerLayout, configuration: UbiquityConfiguration, profile: DeviceProfile
-    ) async throws -> ContainerSession {
+    ) throws -> (ContainerSync, ContainerEngine) {
         try layout.claim(forAccount: ContainerLayout.accountKey(server: profile.server, account: profile.account))
         let milliseconds =
             configuration.requestTimeout.components.seconds * 1000
@@ -96,8 +120,7 @@ final class ContainerSession: Sendable {
         }
         var engine = ContainerEngine(sync: sync, pushToken: profile.token, logger: configuration.logger)
         engine.pollInterval = configuration.pollInterval
-        return try await start(
-            layout: layout, connection: .embedded(sync), engine: engine, logger: configuration.logger)
+        return (sync, engine)
     }
 
     /// Connects to the engine's socket, trying again until `wait` is over.
@@ -116,45 +139,65 @@ final class ContainerSession: Sendable {
     }
 
     private static func start(
-        layout: ContainerLayout, connection: EngineConnection, engine: ContainerEngine?, logger: Logger
+        layout: ContainerLayout, connection: EngineConnection, engine: ContainerEngine?,
+        configuration: UbiquityConfiguration, profile: DeviceProfile
     ) async throws -> ContainerSession {
         let session = ContainerSession(
             layout: layout, connection: connection, state: try LocalStateStore(url: layout.stateDatabase),
-            logger: logger)
+            configuration: configuration, profile: profile)
         // Listen first, then take the snapshot: an event from before the snapshot is at worst applied again, and
         // every later one arrives.
         let events = try await connection.events()
-        if let engine {
-            // The embedded engine runs until the session closes (which cancels this task).
-            session.tasks.withLock {
-                $0.append(
-                    Task {
-                        do {
-                            try await engine.run()
-                        } catch {
-                            logger.error("the container's engine stopped", metadata: ["error": "\(error)"])
-                        }
-                    })
-            }
-        }
+        if let engine { session.run(engine) }
         let (items, transfers) = try await connection.items()
         session.mirror.withLock { mirror in
             for item in items { mirror.set(item) }
             mirror.transfers = transfers
         }
-        let announces = if case .external = connection { true } else { false }
-        // Hands each engine event on until the session closes (which cancels this task) or the engine goes away.
-        session.tasks.withLock {
-            $0.append(
-                Task { [weak session] in
+        // Hands each engine event on until the session closes (which cancels this task); when an external engine
+        // goes away, the session reaches its successor (or embeds one) and goes on with its events.
+        session.add(
+            Task { [weak session] in
+                var events = events
+                while true {
                     for await event in events {
                         guard let session else { return }
-                        session.receive(event, announcing: announces)
+                        session.receive(event, announcing: session.isExternal)
                     }
-                })
-        }
+                    guard !Task.isCancelled, let next = await session?.reconnect() else { return }
+                    events = next
+                }
+            })
         return session
     }
+
+    /// Whether the engine runs in another process (which tells only its own process's presenters).
+    var isExternal: Bool { if case .external = connection { true } else { false } }
+
+    /// Runs an embedded engine until the session closes (which cancels its task).
+    func run(_ engine: ContainerEngine) {
+        let logger = logger
+        add(
+            Task {
+                do {
+                    try await engine.run()
+                } catch {
+                    logger.error("the container's engine stopped", metadata: ["error": "\(error)"])
+                }
+            })
+    }
+
+    /// Keeps `task` for ``close()`` to cancel; one added after the session closed is cancelled at once.
+    private func add(_ task: Task<Void, Never>) {
+        let closed = running.withLock { running in
+            if !running.closed { running.tasks.append(task) }
+            return running.closed
+        }
+        if closed { task.cancel() }
+    }
+
+    /// Takes another connection (the old one's engine ended).
+    func replace(_ connection: EngineConnection) { current.withLock { $0 = connection } }
 
     /// Applies an engine event to the mirror, tells this process's presenters of version changes (an external
     /// engine told only its own process's), and hands it on.
@@ -245,9 +288,9 @@ final class ContainerSession: Sendable {
 
     /// Ends the engine (when embedded) or the connection to it, and every listener's stream.
     func close() async {
-        let running = tasks.withLock { tasks in
-            defer { tasks = [] }
-            return tasks
+        let running = running.withLock { running in
+            defer { running = ([], true) }
+            return running.tasks
         }
         for task in running { task.cancel() }
         if case .external(let client) = connection { await client.close() }
