@@ -41,6 +41,7 @@ struct Bench: AsyncParsableCommand {
             throw ValidationError("no benchmark named \(name.debugDescription); `list` prints the names")
         }
         if name == SimulationBenchmark.name {
+            guard histories >= 1 else { throw ValidationError("--histories must be at least 1") }
             return try SimulationBenchmark.run(
                 histories: histories, seed: seed, trace: trace, uncheckedRemoval: uncheckedRemoval)
         }

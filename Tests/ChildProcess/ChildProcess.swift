@@ -130,6 +130,7 @@ public final class ChildProcess: Sendable {
             // reused, until `reapIfEnded` collects it under the lock.
             var info = siginfo_t()
             if waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno != EINTR && errno != ECHILD {
+                // waitid itself failed (not the child's end): a short pause before asking again, not a wait for it.
                 usleep(2_000)
             }
         }
@@ -142,6 +143,8 @@ public final class ChildProcess: Sendable {
         return await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
                 let deadline = ContinuousClock.now + timeout
+                // Polling: no wait for a child's end takes a time limit (waitid has none), and the limit is what
+                // lets a test report a hung child instead of hanging itself.
                 while self.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
                 continuation.resume(returning: !self.isRunning)
             }

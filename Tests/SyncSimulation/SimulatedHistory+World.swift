@@ -22,12 +22,7 @@ extension SimulatedHistory {
         var file = devices[index].disk[path]!
         switch choice {
         case 25..<55:
-            file.content = newContent(index)
-            file.modified = now
-            file.changed = now
-            devices[index].disk[path] = file
-            liveSaves[SaveKey(device: index, inode: file.inode)] = file.content
-            log("device\(index) user edits \(path) in place = \(file.content)")
+            editInPlace(path, on: index, by: "user edits")
         case 55..<75:
             liveSaves[SaveKey(device: index, inode: file.inode)] = nil
             let saved = SimulatedFile(inode: newInode(), content: newContent(index), modified: now, changed: now)
@@ -52,16 +47,20 @@ extension SimulatedHistory {
     @discardableResult
     mutating func appSaveLands(on index: Int) -> Bool {
         let targets = devices[index].inFlight.values.compactMap(Self.localTarget).sorted()
-        guard let path = targets.randomElement(using: &random), var file = devices[index].disk[path] else {
-            return false
-        }
+        guard let path = targets.randomElement(using: &random), devices[index].disk[path] != nil else { return false }
+        editInPlace(path, on: index, by: "app saves while the engine works on")
+        return true
+    }
+
+    /// Writes new content of the same size into the file at `path` (same inode, modified now): a save.
+    mutating func editInPlace(_ path: ItemPath, on index: Int, by who: String) {
+        guard var file = devices[index].disk[path] else { return }
         file.content = newContent(index)
         file.modified = now
         file.changed = now
         devices[index].disk[path] = file
         liveSaves[SaveKey(device: index, inode: file.inode)] = file.content
-        log("device\(index) app saves \(path) while the engine works on it = \(file.content)")
-        return true
+        log("device\(index) \(who) \(path) = \(file.content)")
     }
 
     /// The local file an operation replaces or removes.

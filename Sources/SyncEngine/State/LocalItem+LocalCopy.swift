@@ -7,6 +7,6 @@ extension LocalItem {
         guard !isPlaceholder else { return false }
         guard let identity, baseVersion != nil else { return true }
         guard let now = try? LocalScanner().identity(of: layout.url(of: path), kind: kind) else { return false }
-        return !(now.size == identity.size && now.modified == identity.modified && now.isSameFile(as: identity))
+        return !now.isUnchanged(since: identity)
     }
 }

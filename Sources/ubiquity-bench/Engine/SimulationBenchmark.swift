@@ -14,7 +14,7 @@ enum SimulationBenchmark {
         configuration.uncheckedLocalRemoval = uncheckedRemoval
         let start = ContinuousClock.now
         var failures: [SimulatedHistory.Failure] = []
-        for offset in 0..<UInt64(max(1, histories)) {
+        for offset in 0..<UInt64(histories) {
             var history = SimulatedHistory(seed: seed &+ offset, configuration: configuration)
             do {
                 try history.run()

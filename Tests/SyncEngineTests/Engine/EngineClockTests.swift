@@ -114,6 +114,7 @@ final class RoundWatcher: Sendable {
                 return nil
             }
             group.addTask {
+                // Not a wait for the round: the bound after which a missing round fails the test instead of hanging it.
                 try await Task.sleep(for: .seconds(60))
                 return nil
             }

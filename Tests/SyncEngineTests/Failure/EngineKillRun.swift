@@ -113,6 +113,7 @@ final class EngineKillRun: Sendable {
                 }
                 await timed("kill") { await killEngine(kill) }
                 if kill == Self.kills { break }
+                // The engine stays dead for a random while (saves go on meanwhile): the schedule is the test's point.
                 try await Task.sleep(for: .milliseconds(Int.random(in: 0...250, using: &random)))
                 try startEngine()
             }
