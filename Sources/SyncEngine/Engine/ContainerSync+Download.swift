@@ -10,106 +10,9 @@ import UbiquityProtocol
 #endif
 
 extension ContainerSync {
-    /// The service's feed token key in the state database.
-    static let feedTokenKey = "feedToken"
-
-    /// Follows the container's change feed from the stored token and applies each touched item's new state.
-    func pullRemoteChanges() async throws {
-        var token = try state.value(forKey: Self.feedTokenKey).map(ChangeToken.init)
-        while true {
-            let page: ChangePage
-            do {
-                page = try await client.changes(in: container, since: token, limit: 500)
-            } catch let error as ProtocolError where error.code == .changeTokenExpired {
-                token = nil  // the feed was reset: read it again from the start; applying is idempotent
-                continue
-            }
-            var touched: [ItemID] = []
-            for change in page.changes where !touched.contains(change.itemID) { touched.append(change.itemID) }
-            for id in touched { try await apply(try await client.item(id, in: container), force: false) }
-            token = page.nextToken
-            try state.setValue(page.nextToken.string, forKey: Self.feedTokenKey)
-            if !page.hasMore { break }
-        }
-        // Downloads that failed for a reason of their own (recorded on the item) are tried again each round.
-        for item in try state.itemsWithDownloadErrors() {
-            do {
-                try await download(item.path)
-            } catch let error as ProtocolError where error.code != .internalError {
-                continue  // still failing: recorded again
-            }
-        }
-    }
-
-    /// Makes the local copy of an item match the service's record: placeholders for new items, moves, deletions,
-    /// other versions (recorded, and told to presenters), and new content when the local copy has no edits of its
-    /// own (an edited copy is uploaded with its old base next round, which the service keeps as a conflict version —
-    /// nothing is overwritten).
-    func apply(_ detail: ItemDetail, force: Bool) async throws {
-        try await inLane(detail.item.id) { try await applyInLane(detail, force: force) }
-    }
-
-    private func applyInLane(_ detail: ItemDetail, force: Bool) async throws {
-        let record = detail.item
-        let known = try state.item(record.id)
-        let current = detail.versions.first { $0.id == record.currentVersion }
-        let conflicts = detail.versions.contains { $0.isConflict && !$0.isResolved }
-
-        if record.isDeleted {
-            guard let known else { return }
-            // Removed only if it is still the content last in step, checked inside the coordinated delete: a save
-            // that landed since stays, and the next scan uploads it as a new item — a delete never takes content
-            // saved after the state it was based on.
-            if !known.isPlaceholder { try await removeLocalCopy(of: known) }
-            try save([], removing: [known])
-            try? FileManager.default.removeItem(at: layout.versions.appendingPathComponent(known.id.string))
-            return
-        }
-        var item =
-            known
-            ?? LocalItem(
-                id: record.id, path: record.path, kind: record.kind, size: current?.size ?? 0,
-                isPlaceholder: record.kind != .directory)
-        if let known, known.path != record.path {
-            try await moveLocalCopy(of: known, to: record.path)
-            item.path = record.path
-            if let identity = try? scanner.identity(of: layout.url(of: record.path), kind: record.kind),
-                known.identity != nil
-            {
-                item.identity = identity
-            }
-        }
-        item.serverVersion = record.currentVersion
-        item.hasUnresolvedConflicts = conflicts
-        if record.kind == .directory {
-            try FileManager.default.createDirectory(at: layout.url(of: record.path), withIntermediateDirectories: true)
-            item.identity = try scanner.identity(of: layout.url(of: record.path), kind: .directory)
-            try save([item])
-            return
-        }
-        if let current { item.size = current.size }
-        try save([item])
-        if let current { try state.setCurrentVersionRecord(current, of: item.id) }
-        try recordOtherVersions(detail.versions.filter { $0.id != record.currentVersion }, of: item)
-        guard let current else { return }
-        if item.baseVersion == current.id && !item.isPlaceholder { return }  // already in step
-        // Local edits stay until they are uploaded (as a conflict version, based on the old version); `force`
-        // says they already were.
-        if !item.isPlaceholder, !force, !(try isUnmodified(item)) { return }
-        if item.isPlaceholder && current.size > configuration.eagerDownloadLimit { return }  // on demand
-        do {
-            try await download(current, into: item)
-        } catch is LocalCopyChanged {
-            return  // the local edit goes up next round (as a conflict version); this version comes down after
-        } catch let error as ProtocolError where error.code != .internalError {
-            // Recorded on the item (its download error) for the app to see; the rest of the feed goes on.
-            logger.warning("a download failed", metadata: ["path": "\(item.path)", "error": "\(error)"])
-        }
-    }
-
     /// Records the item's versions other than the current one and tells listeners and presenters what changed:
     /// conflict versions gained, versions lost (their downloaded copies removed), conflicts resolved.
-    private func recordOtherVersions(_ versions: [VersionRecord], of item: LocalItem) throws {
+    func recordOtherVersions(_ versions: [VersionRecord], of item: LocalItem) throws {
         let recorded = try state.otherVersions(of: item.id)
         // Compared as reads show them: changes made on this device and not sent yet over both sides, so a round
         // that asked the service before such a change neither undoes it nor announces it again.
@@ -146,34 +49,6 @@ extension ContainerSync {
             modificationDate: version.modificationDate, savingComputer: version.savingDevice.name)
     }
 
-    /// Downloads the current content of the item at `path` (a placeholder, or an out-of-date copy).
-    public func download(_ path: ItemPath) async throws {
-        guard let found = try state.item(at: path) else {
-            throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
-        }
-        try await inLane(found.id) { try await downloadInLane(path) }
-    }
-
-    private func downloadInLane(_ path: ItemPath) async throws {
-        // Read again inside the lane: an operation that held it may have moved, removed or downloaded the item.
-        guard var item = try state.item(at: path) else {
-            throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
-        }
-        let detail = try await client.item(item.id, in: container)
-        guard let current = detail.versions.first(where: { $0.id == detail.item.currentVersion }) else { return }
-        if item.serverVersion != current.id {
-            item.serverVersion = current.id  // heard just now: the download lands as the current version
-            try save([item])
-        }
-        if item.baseVersion == current.id, !item.isPlaceholder, try isUnmodified(item) { return }  // in step
-        do {
-            try await download(current, into: item)
-        } catch is LocalCopyChanged {
-            throw ProtocolError(
-                .notUploaded, "\(path) has changes that are not on the service yet; they go up with the next sync")
-        }
-    }
-
     /// The local copy of a version of the item at `path`: the item's own file when the local copy holds that
     /// version, else a copy in `.ubiquity/versions/<item>/<version>/` (downloaded the first time it is asked for,
     /// never into `Documents/`).
@@ -208,82 +83,12 @@ extension ContainerSync {
         return copy
     }
 
-    /// Assembles `version` in `.ubiquity/tmp/`, checks it against its hashes, and puts it in place with a
-    /// coordinated write (an open document sees another writer's change). The item's download progress and
-    /// download error are kept up to date.
-    private func download(_ version: VersionRecord, into item: LocalItem) async throws {
-        let temporary: URL
-        do {
-            temporary = try await assembleOnce(version, of: item, purpose: "download")
-        } catch {
-            if !(error is CancellationError) { try? setError(ItemError(error), of: item.id, direction: .download) }
-            throw error
-        }
-        guard let item = try state.item(item.id) else { return }  // removed meanwhile
-        let destination = layout.url(of: item.path)
-        try FileManager.default.createDirectory(
-            at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let replaced = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
-        let (scanner, chunker, kind) = (scanner, configuration.chunker, item.kind)
-        let (expected, expectedHash) = (item.identity, item.contentHash)
-        // The identity recorded is the one of the bytes just placed: taken inside the coordinated write, and only
-        // if the placed item is still the assembled one (same inode, size and modification time); if another
-        // writer got in first, the assembled identity is recorded, so the next scan sees that writer's change.
-        let placed: LocalFileIdentity
-        do {
-            placed = try await BlockingWork.run {
-                let assembled = try scanner.identity(of: temporary, kind: kind)
-                return try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
-                    // Only content that is safe (on the service, or nothing at all) is replaced: a save that
-                    // landed since the engine decided to download — one a presenter made when asked to make way,
-                    // say — stays, and goes up next round.
-                    let check = Self.checkLocalCopy(
-                        at: url, recorded: expected, contentHash: expectedHash, kind: kind, scanner: scanner,
-                        chunker: chunker)
-                    // A placeholder's path must be empty; a recorded copy must be there, unchanged (gone: the
-                    // user deleted it here, which goes up next round).
-                    guard expected == nil ? check == .absent : check == .unchanged else { throw LocalCopyChanged() }
-                    var isDirectory: ObjCBool = false
-                    if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
-                        isDirectory.boolValue
-                    {
-                        try FileManager.default.moveItem(at: url, to: replaced)  // an old package makes way whole
-                    }
-                    guard rename(temporary.path, url.path) == 0 else {
-                        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-                    }
-                    let now = try scanner.identity(of: url, kind: kind)
-                    return now.isUnchanged(since: assembled) ? now : assembled
-                }
-            }
-        } catch is LocalCopyChanged {
-            try? FileManager.default.removeItem(at: temporary)
-            logger.notice(
-                "a save landed before the download was put in place; it goes up first",
-                metadata: ["path": "\(item.path)"])
-            throw LocalCopyChanged()
-        }
-        try? FileManager.default.removeItem(at: replaced)
-        var updated = item
-        updated.identity = placed
-        updated.baseVersion = version.id
-        updated.contentHash = version.contentHash
-        updated.size = version.size
-        updated.isPlaceholder = false
-        updated.downloadError = nil
-        try save([updated])
-        try recordChunkLocations(of: version.manifest, for: updated)
-    }
-
-    /// The local copy changed between the decision to download and the coordinated write that would replace it.
-    struct LocalCopyChanged: Error {}
-
     /// The name of a partial download in `.ubiquity/tmp/` ends so; it survives a restart and is resumed.
     static let partialSuffix = ".partial"
 
     /// Assembles `version` in `.ubiquity/tmp/` once: a second caller for the same content waits for the first.
     /// - Returns: The assembled file or package, checked against its hashes, for the caller to move.
-    private func assembleOnce(_ version: VersionRecord, of item: LocalItem, purpose: String) async throws -> URL {
+    func assembleOnce(_ version: VersionRecord, of item: LocalItem, purpose: String) async throws -> URL {
         let name = "\(item.id.string).\(version.id.string).\(purpose)\(Self.partialSuffix)"
         if let running = downloads[name] { return try await running.value }
         let task = Task { try await self.assemble(version, of: item, named: name) }
@@ -456,67 +261,11 @@ extension ContainerSync {
         }
     }
 
-    /// Moves a local file the engine does not know out of the way of a download to the same path: it becomes
-    /// "Name (conflicted copy).ext" (numbered if taken) and is uploaded as an item of its own next round.
-    func moveAside(_ url: URL) throws {
-        let folder = url.deletingLastPathComponent()
-        let base = url.deletingPathExtension().lastPathComponent
-        let suffix = url.pathExtension.isEmpty ? "" : "." + url.pathExtension
-        var number = 1
-        var target: URL
-        repeat {
-            let label = number == 1 ? "conflicted copy" : "conflicted copy \(number)"
-            target = folder.appendingPathComponent("\(base) (\(label))\(suffix)")
-            number += 1
-        } while FileManager.default.fileExists(atPath: target.path)
-        try FileManager.default.moveItem(at: url, to: target)
-        logger.notice("moved a local file aside", metadata: ["from": "\(url.path)", "to": "\(target.path)"])
-    }
-
     /// Whether the local copy is as it was when last in step (so replacing or removing it loses nothing), as far as
     /// its identity tells; what acts on it checks again inside its coordinated write (``checkLocalCopy``).
     func isUnmodified(_ item: LocalItem) throws -> Bool {
         guard let identity = item.identity else { return item.isPlaceholder }
         guard let now = try? scanner.identity(of: layout.url(of: item.path), kind: item.kind) else { return true }
         return now.isUnchanged(since: identity)
-    }
-
-    /// Removes the local copy of an item deleted elsewhere, if it is still the content last in step: checked and
-    /// removed inside one coordinated delete, so a save landing meanwhile either comes first (and the copy stays,
-    /// to be uploaded as a new item) or after (and writes a new file).
-    func removeLocalCopy(of item: LocalItem) async throws {
-        let url = layout.url(of: item.path)
-        let (scanner, chunker, kind) = (scanner, configuration.chunker, item.kind)
-        let (recorded, hash) = (item.identity, item.contentHash)
-        let removed = try await BlockingWork.run {
-            try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url -> Bool in
-                let check = Self.checkLocalCopy(
-                    at: url, recorded: recorded, contentHash: hash, kind: kind, scanner: scanner, chunker: chunker)
-                guard check == .unchanged else { return false }
-                try FileManager.default.removeItem(at: url)
-                return true
-            }
-        }
-        if !removed, FileManager.default.fileExists(atPath: url.path) {
-            logger.notice(
-                "an item deleted elsewhere has changes here; they stay and go up as a new item",
-                metadata: ["path": "\(item.path)"])
-        }
-    }
-
-    /// Moves the local copy of an item that was moved elsewhere (a placeholder has nothing to move).
-    private func moveLocalCopy(of item: LocalItem, to path: ItemPath) async throws {
-        let from = layout.url(of: item.path)
-        let to = layout.url(of: path)
-        guard FileManager.default.fileExists(atPath: from.path), !FileManager.default.fileExists(atPath: to.path) else {
-            return
-        }
-        try FileManager.default.createDirectory(at: to.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try await BlockingWork.run {
-            try FileCoordinator().coordinate(writingItemAt: from, options: .forMoving, writingItemAt: to, options: []) {
-                from, to in
-                try FileManager.default.moveItem(at: from, to: to)
-            }
-        }
     }
 }

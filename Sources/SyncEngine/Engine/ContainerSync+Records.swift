@@ -2,13 +2,6 @@ import Foundation
 import UbiquityProtocol
 
 extension ContainerSync {
-    /// Stores items and removes others in one transaction, then tells listeners.
-    func save(_ items: [LocalItem], removing removed: [LocalItem] = []) throws {
-        try state.update(saving: items, removing: removed.map(\.id))
-        for item in removed { hub.send(.itemRemoved(item.id, item.path)) }
-        for item in items { hub.send(.itemChanged(item)) }
-    }
-
     /// Records (or, with `nil`, ends) the transfer of an item's content and tells listeners.
     func setTransfer(_ transfer: ItemTransfer?, of item: LocalItem) {
         transfers[item.id] = transfer
@@ -20,20 +13,6 @@ extension ContainerSync {
         guard var transfer = transfers[item.id] else { return }
         transfer.completed += bytes
         setTransfer(transfer, of: item)
-    }
-
-    /// Records why an upload or download of the item failed (or, with `nil`, that it succeeded) when that changes.
-    func setError(_ error: ItemError?, of id: ItemID, direction: ItemTransfer.Direction) throws {
-        guard var item = try state.item(id) else { return }
-        switch direction {
-        case .upload:
-            guard item.uploadError != error else { return }
-            item.uploadError = error
-        case .download:
-            guard item.downloadError != error else { return }
-            item.downloadError = error
-        }
-        try save([item])
     }
 
     /// Records where the chunks of the item's local copy (`manifest`, just uploaded or downloaded) lie.

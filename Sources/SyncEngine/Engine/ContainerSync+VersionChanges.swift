@@ -28,7 +28,7 @@ extension ContainerSync {
         try state.enqueue(operations, of: item.id)
         do {
             try await sendQueuedOperations()
-            try await apply(try await client.item(item.id, in: container), force: false)
+            try await refresh(item.id)
         } catch is ProtocolError {
             return  // the service refused or failed: what it refused for good is dropped, the rest stays queued
         } catch {

@@ -61,7 +61,7 @@ extension ContainerSync {
         } catch {
             return  // queued; sent when the service is back
         }
-        try await apply(try await client.item(item.id, in: container), force: false)
+        try await refresh(item.id)
     }
 
     /// Sends the queued operations on versions, oldest first; one the service refuses for good (the version is
@@ -82,12 +82,5 @@ extension ContainerSync {
             }
             try state.dequeue(sequence, applying: operation, to: id)
         }
-    }
-
-    private func known(_ path: ItemPath) throws -> LocalItem {
-        guard let item = try state.item(at: path) else {
-            throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
-        }
-        return item
     }
 }

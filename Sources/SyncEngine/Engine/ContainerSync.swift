@@ -106,31 +106,16 @@ public actor ContainerSync {
         let next = Task {
             _ = await previous?.result
             do {
-                try await pushLocalChanges(scope)
-                try await pullRemoteChanges()
+                try await sendQueuedOperations()
+                try await observeLocal(scope)
+                try await observeRemoteChanges()
+                try await settle()
                 try await syncKeyValues()
                 hub.send(.roundEnded(failure: nil))
             } catch {
                 hub.send(.roundEnded(failure: String(describing: error)))
                 throw error
             }
-        }
-        round = next
-        try await withTaskCancellationHandler {
-            try await next.value
-        } onCancel: {
-            next.cancel()
-        }
-    }
-
-    /// Runs `work` between rounds: after the round under way (if any), and before any round asked for meanwhile.
-    /// An eviction removes a file and then records the placeholder; a round's scan between the two would take the
-    /// missing file for a deletion by the user, so it never overlaps a round.
-    func betweenRounds(_ work: @escaping @Sendable () async throws -> Void) async throws {
-        let previous = round
-        let next = Task {
-            _ = await previous?.result
-            try await work()
         }
         round = next
         try await withTaskCancellationHandler {

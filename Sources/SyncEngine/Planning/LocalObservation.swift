@@ -2,7 +2,8 @@ import UbiquityProtocol
 
 /// Turns a scan of the container into the items' local observations: the pure successor of comparing a scan with
 /// the state database. Which item a file on disk belongs to:
-/// 1. the item last seen at its path (or, never seen here, last synced there), with the same kind;
+/// 1. the item last seen at its path (or, not seen here, last synced there — a placeholder's path too), with the
+///    same kind;
 /// 2. else an item whose file went missing and that was the same file (device and inode): it moved;
 /// 3. else an item the service has at that path that has nothing here yet (both sides made it);
 /// 4. else a new item (id from `newID`).
@@ -17,9 +18,7 @@ public enum LocalObservation {
         var missing: [ItemID] = []
         for id in items.keys.sorted(by: { $0.string < $1.string }) {
             guard let item = items[id] else { continue }
-            guard let path = item.local?.path ?? (item.synced?.identity != nil ? item.synced?.path : nil) else {
-                continue
-            }
+            guard let path = item.local?.path ?? expectedPath(of: item) else { continue }
             if let found = unclaimed[path], found.kind == (item.local?.kind ?? item.synced?.kind) {
                 unclaimed[path] = nil
                 items[id]?.local = observed(found, previous: item.local)
@@ -59,6 +58,16 @@ public enum LocalObservation {
                 items[id] = ItemObservation(id: id, local: view)
             }
         }
+    }
+
+    /// Where a file of an item with nothing here last observed would be: where it was when last in step; for a
+    /// placeholder, where the service has it (a file written there is its new content).
+    static func expectedPath(of item: ItemObservation) -> ItemPath? {
+        guard let synced = item.synced else { return nil }
+        if synced.identity != nil { return synced.path }
+        guard let remote = item.remote, !remote.isDeleted, remote.path == synced.path, remote.kind != .directory
+        else { return nil }
+        return synced.path
     }
 
     /// The local view of `found`, keeping the content hash of an unchanged file.

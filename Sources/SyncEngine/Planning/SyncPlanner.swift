@@ -49,17 +49,7 @@ public struct SyncPlanner: Sendable {
         /// The context of `items`. Only the paths some item's decision asks about are looked up (none in a container
         /// in step, so planning one costs no path normalisation).
         public init(_ items: some Collection<ItemObservation>) {
-            var needed = Set<String>()
-            for item in items {
-                guard let local = item.local else { continue }
-                let asks =
-                    item.synced == nil || item.remote?.isDeleted == true || local.path != item.synced?.path
-                    || item.remote.map { $0.path != local.path } == true
-                if asks {
-                    needed.insert(local.path.collisionKey)
-                    if let remote = item.remote { needed.insert(remote.path.collisionKey) }
-                }
-            }
+            let needed = Self.askedKeys(items)
             var owners: [String: ItemID] = [:]
             if !needed.isEmpty {
                 for item in items {
@@ -72,6 +62,23 @@ public struct SyncPlanner: Sendable {
         }
 
         init(remoteOwners: [String: ItemID]) { self.remoteOwners = remoteOwners }
+
+        /// The paths (by ``ItemPath/collisionKey``) the decisions on `items` ask who holds on the service: those of
+        /// items never agreed on, deleted on the service, or moved on either side.
+        public static func askedKeys(_ items: some Collection<ItemObservation>) -> Set<String> {
+            var needed = Set<String>()
+            for item in items {
+                guard let local = item.local else { continue }
+                let asks =
+                    item.synced == nil || item.remote?.isDeleted == true || local.path != item.synced?.path
+                    || item.remote.map { $0.path != local.path } == true
+                if asks {
+                    needed.insert(local.path.collisionKey)
+                    if let remote = item.remote { needed.insert(remote.path.collisionKey) }
+                }
+            }
+            return needed
+        }
     }
 
     /// The policy.

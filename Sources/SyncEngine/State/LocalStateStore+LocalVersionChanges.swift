@@ -111,7 +111,7 @@ extension LocalStateStore {
     private static func versionState(ofItemAt path: ItemPath, in db: Database) throws -> LocalVersionState? {
         guard
             let text = try String.fetchOne(
-                db, sql: "SELECT record FROM item WHERE path = ?", arguments: [path.string])
+                db, sql: "SELECT record FROM item_record WHERE path = ? ORDER BY json_extract(observation, '$.local') IS NULL", arguments: [path.string])
         else { return nil }
         var state = try recordedVersionState(of: JSONDecoder().decode(LocalItem.self, from: Data(text.utf8)), in: db)
         // A change made here stands until the service has it, even over records the engine wrote meanwhile from an
@@ -132,7 +132,7 @@ extension LocalStateStore {
     /// The item's versions as recorded, without the queued changes over them.
     static func recordedVersionState(of id: ItemID, in db: Database) throws -> LocalVersionState? {
         guard
-            let text = try String.fetchOne(db, sql: "SELECT record FROM item WHERE id = ?", arguments: [id.string])
+            let text = try String.fetchOne(db, sql: "SELECT record FROM item_record WHERE id = ?", arguments: [id.string])
         else { return nil }
         return try recordedVersionState(of: JSONDecoder().decode(LocalItem.self, from: Data(text.utf8)), in: db)
     }
@@ -158,9 +158,34 @@ extension LocalStateStore {
 
     static func store(_ state: LocalVersionState, in db: Database) throws {
         let id = state.item.id.string
+        // The service's record as this device now expects it: a version made current here is the current one (its
+        // content hash and size from its record), so the planner brings the local copy to it.
+        if var observation = try String.fetchOne(
+            db, sql: "SELECT observation FROM item_record WHERE id = ?", arguments: [id]
+        ).map({ try JSONDecoder().decode(ItemObservation.self, from: Data($0.utf8)) }),
+            let version = state.item.serverVersion, observation.remote?.version != version
+        {
+            let made = try String.fetchOne(
+                db, sql: "SELECT record FROM version WHERE item_id = ? AND version_id = ?",
+                arguments: [id, version.string]
+            ).map { try JSONDecoder().decode(VersionRecord.self, from: Data($0.utf8)) }
+            if var remote = observation.remote {
+                remote.version = version
+                remote.contentHash = made?.contentHash
+                remote.size = made?.size ?? remote.size
+                observation.remote = remote
+            }
+            if let made {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO value (key, value) VALUES (?, ?)",
+                    arguments: [currentVersionKey(of: state.item.id), try encode(made)])
+            }
+            try db.execute(
+                sql: "UPDATE item_record SET observation = ?, in_step = 0 WHERE id = ?",
+                arguments: [try encode(observation), id])
+        }
         try db.execute(
-            sql: "UPDATE item SET record = ? WHERE id = ?",
-            arguments: [String(decoding: try JSONEncoder().encode(state.item), as: UTF8.self), id])
+            sql: "UPDATE item_record SET record = ? WHERE id = ?", arguments: [try encode(state.item), id])
         try db.execute(sql: "DELETE FROM version WHERE item_id = ?", arguments: [id])
         for version in state.others {
             try db.execute(

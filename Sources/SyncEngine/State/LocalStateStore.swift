@@ -3,7 +3,7 @@ import GRDB
 import UbiquityProtocol
 
 /// The engine's local state database, `.ubiquity/state.sqlite` (SQLite through GRDB, WAL): what it knows of every
-/// item, and small values such as the container's feed token. Every write is one transaction, so a killed engine
+/// item (its observations, ``StoredItem``), and small values such as the container's feed token. Every write is one transaction, so a killed engine
 /// finds the state of its last completed step.
 public struct LocalStateStore: Sendable {
     let pool: DatabasePool
@@ -41,73 +41,32 @@ public struct LocalStateStore: Sendable {
                     """)
         }
         registerKeyValueMigration(&migrator)
+        registerObservationMigration(&migrator)
         return migrator
     }
 
-    /// Every known item.
+    /// Every known item, as apps see it.
     public func items() throws -> [LocalItem] {
-        try pool.read { db in
-            try String.fetchAll(db, sql: "SELECT record FROM item ORDER BY path").map(Self.decode)
-        }
+        try records().map(\.item).sorted { $0.path < $1.path }
     }
 
-    /// The items at `paths` and everything below them (what a scan of those paths covers).
+    /// The items at `paths` and everything below them (what a scan of those paths covers), as apps see them.
     public func items(atOrBelow paths: Set<String>) throws -> [LocalItem] {
-        try pool.read { db in
-            var records: [String: String] = [:]
-            for path in paths where !path.isEmpty {
-                // Below `path` is the range from "path/" up to (not including) "path0" ('0' follows '/').
-                let rows = try Row.fetchAll(
-                    db, sql: "SELECT id, record FROM item WHERE path = ? OR (path >= ? AND path < ?)",
-                    arguments: [path, path + "/", path + "0"])
-                for row in rows { records[row["id"]] = row["record"] }
-            }
-            return try records.values.map(Self.decode).sorted { $0.path < $1.path }
-        }
+        try records(atOrBelow: paths).map(\.item).sorted { $0.path < $1.path }
     }
 
-    /// The items whose last download failed.
-    public func itemsWithDownloadErrors() throws -> [LocalItem] {
-        try pool.read { db in
-            try String.fetchAll(
-                db, sql: "SELECT record FROM item WHERE json_extract(record, '$.downloadError') IS NOT NULL"
-            ).map(Self.decode)
-        }
-    }
+    /// The item with this id, as apps see it.
+    public func item(_ id: ItemID) throws -> LocalItem? { try record(id)?.item }
 
-    /// The item with this id.
-    public func item(_ id: ItemID) throws -> LocalItem? {
-        try pool.read { db in
-            try String.fetchOne(db, sql: "SELECT record FROM item WHERE id = ?", arguments: [id.string]).map(
-                Self.decode)
-        }
-    }
+    /// The item at this path, as apps see it.
+    public func item(at path: ItemPath) throws -> LocalItem? { try record(at: path)?.item }
 
-    /// The item at this path.
-    public func item(at path: ItemPath) throws -> LocalItem? {
-        try pool.read { db in
-            try String.fetchOne(db, sql: "SELECT record FROM item WHERE path = ?", arguments: [path.string])
-                .map(Self.decode)
-        }
-    }
-
-    /// Stores items (new or changed) and removes others, in one transaction.
+    /// Stores items as apps see them (each taken as in step with the service as it says, to be checked by the next
+    /// round) and removes others, in one transaction.
     public func update(saving items: [LocalItem] = [], removing removed: [ItemID] = []) throws {
-        let records = try items.map { ($0.id.string, $0.path.string, try Self.encode($0)) }
-        try pool.write { db in
-            for id in removed {
-                for table in ["item WHERE id", "version WHERE item_id", "local_chunk WHERE item_id"] {
-                    try db.execute(sql: "DELETE FROM \(table) = ?", arguments: [id.string])
-                }
-            }
-            for (id, path, record) in records {
-                // A path taken over by another item frees it first (the other one moved or was replaced).
-                try db.execute(sql: "DELETE FROM item WHERE path = ? AND id != ?", arguments: [path, id])
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO item (id, path, record) VALUES (?, ?, ?)",
-                    arguments: [id, path, record])
-            }
-        }
+        try write(
+            items.map { RecordWrite(StoredItem(migrating: $0), inStep: false) }
+                + removed.map { RecordWrite(removing: $0) })
     }
 
     /// A stored value, such as the feed token.
@@ -125,13 +84,5 @@ public struct LocalStateStore: Sendable {
                 try db.execute(sql: "DELETE FROM value WHERE key = ?", arguments: [key])
             }
         }
-    }
-
-    private static func encode(_ item: LocalItem) throws -> String {
-        String(decoding: try JSONEncoder().encode(item), as: UTF8.self)
-    }
-
-    private static func decode(_ text: String) throws -> LocalItem {
-        try JSONDecoder().decode(LocalItem.self, from: Data(text.utf8))
     }
 }

@@ -101,8 +101,8 @@ struct PartialScanTests {
             let region = known.filter { item in
                 roots.contains { item.path.string == $0 || item.path.string.hasPrefix($0 + "/") }
             }
-            let expected = Set(LocalChangeDetector.changes(known: known, scanned: full.items))
-            let found = Set(LocalChangeDetector.changes(known: region, scanned: partial.items))
+            let expected = ScanChange.changes(known: known, scanned: full.items)
+            let found = ScanChange.changes(known: region, scanned: partial.items)
             #expect(!expected.isEmpty, "\(name): the step changed something")
             #expect(found == expected, "\(name): events named \(paths.sorted())")
             known = settle(known, after: full)

@@ -1,0 +1,135 @@
+import Foundation
+import UbiquityProtocol
+
+/// The observers: what is on disk and what the service has become the items' ``ItemObservation``s, persisted — never
+/// work. The planner works out the work from them (``ContainerSync/settle()``).
+extension ContainerSync {
+    /// The planner, with the engine's policy.
+    var planner: SyncPlanner {
+        SyncPlanner(configuration: SyncPlanner.Configuration(eagerDownloadLimit: configuration.eagerDownloadLimit))
+    }
+
+    /// Whether the planner has nothing to do for the item (whatever the other items are).
+    func isInStep(_ item: StoredItem) -> Bool {
+        SyncPlanner.decide(item.observation, context: .empty, configuration: planner.configuration) == nil
+    }
+
+    /// Stores `item` (its in-step flag worked out here) and tells listeners.
+    func store(_ item: StoredItem) throws {
+        try commit([RecordWrite(item, inStep: isInStep(item))])
+    }
+
+    /// Applies `writes` in one transaction and tells listeners of those that applied.
+    @discardableResult
+    func commit(_ writes: [RecordWrite]) throws -> Int {
+        let applied = try state.write(writes)
+        for (write, before) in applied {
+            if let record = write.record {
+                let item = record.item
+                if before?.item != item { hub.send(.itemChanged(item)) }
+            } else if let before {
+                hub.send(.itemRemoved(before.id, before.path))
+                try? FileManager.default.removeItem(at: layout.versions.appendingPathComponent(before.id.string))
+            }
+        }
+        return applied.count
+    }
+
+    /// Observes the local copies in `scope`: the records are read first, then the disk, and each item's new local
+    /// view is stored only while its record is still the one read — an operation that recorded its outcome
+    /// meanwhile (a download placed, an eviction) knows better than a scan that may have walked past it. A file found
+    /// as new becomes an item only while no item's local copy is at its path.
+    func observeLocal(_ scope: ScanScope) async throws {
+        let (scanner, folder) = (scanner, layout.folder)
+        let known: [StoredItem]
+        let scan: LocalScanner.Result
+        switch scope {
+        case .everything:
+            known = try state.records()
+            scan = try await BlockingWork.run { try scanner.scan(folder) }
+        case .paths(let paths):
+            let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
+            if roots.isEmpty { return }
+            known = try state.records(atOrBelow: roots)
+            scan = try await BlockingWork.run { scanner.scan(folder, only: roots) }
+        }
+        let before = Dictionary(known.map { ($0.id, $0) }) { first, _ in first }
+        var observations = before.mapValues(\.observation)
+        LocalObservation.apply(scan.items, to: &observations, newID: { ItemID() })
+        var writes: [RecordWrite] = []
+        for (id, observation) in observations {
+            if let old: StoredItem = before[id] {
+                guard old.observation != observation else { continue }
+                var updated = old
+                updated.observation = observation
+                writes.append(RecordWrite(updated, inStep: isInStep(updated), if: .unchanged(old)))
+            } else {
+                let created = StoredItem(observation)
+                writes.append(RecordWrite(created, inStep: isInStep(created), if: .pathUnclaimed))
+            }
+        }
+        try commit(writes)
+    }
+
+    /// Follows the container's change feed from the stored token and observes each touched item's record.
+    func observeRemoteChanges() async throws {
+        var token = try state.value(forKey: Self.feedTokenKey).map(ChangeToken.init)
+        while true {
+            let page: ChangePage
+            do {
+                page = try await client.changes(in: container, since: token, limit: 500)
+            } catch let error as ProtocolError where error.code == .changeTokenExpired {
+                token = nil  // the feed was reset: read it again from the start; observing is idempotent
+                continue
+            }
+            var touched: [ItemID] = []
+            for change in page.changes where !touched.contains(change.itemID) { touched.append(change.itemID) }
+            for id in touched {
+                // Asked in the item's lane: an answer older than an operation's outcome never overwrites it.
+                try await inLane(id) { try observe(try await client.item(id, in: container)) }
+            }
+            token = page.nextToken
+            try state.setValue(page.nextToken.string, forKey: Self.feedTokenKey)
+            if !page.hasMore { break }
+        }
+    }
+
+    /// The service's feed token key in the state database.
+    static let feedTokenKey = "feedToken"
+
+    /// Observes the service's record of an item (call it in the item's lane): its remote view, its versions (told to
+    /// listeners and presenters as they change). An item heard of for the first time at the path of a new local
+    /// item of the same kind that the service does not have yet is that item made on both sides: it takes over the
+    /// local copy (the planner adopts it, or moves it aside when the contents differ).
+    func observe(_ detail: ItemDetail) throws {
+        let record = detail.item
+        let current = detail.versions.first { $0.id == record.currentVersion }
+        let view = RemoteView(
+            path: record.path, kind: record.kind, version: record.currentVersion, contentHash: current?.contentHash,
+            size: current?.size ?? 0, isDeleted: record.isDeleted)
+        var writes: [RecordWrite] = []
+        var stored: StoredItem
+        if let known = try state.record(record.id) {
+            stored = known
+        } else {
+            guard !record.isDeleted else { return }
+            stored = StoredItem(ItemObservation(id: record.id))
+            let sameOne = try state.records(atOrBelow: [record.path.string]).first {
+                $0.observation.remote == nil && $0.observation.synced == nil && $0.observation.local?.path == record.path
+                    && $0.observation.local?.kind == record.kind && !lanes.busy.contains($0.id)
+            }
+            if let sameOne {
+                stored.observation.local = sameOne.observation.local
+                writes.append(RecordWrite(removing: sameOne.id, if: .unchanged(sameOne)))
+            }
+        }
+        stored.observation.remote = view
+        stored.hasUnresolvedConflicts = detail.versions.contains { $0.isConflict && !$0.isResolved }
+        writes.insert(RecordWrite(stored, inStep: isInStep(stored)), at: 0)
+        try commit(writes)
+        if let current { try state.setCurrentVersionRecord(current, of: record.id) }
+        if !record.isDeleted {
+            try recordOtherVersions(detail.versions.filter { $0.id != record.currentVersion }, of: stored.item)
+        }
+    }
+}

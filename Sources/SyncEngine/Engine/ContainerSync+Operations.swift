@@ -1,0 +1,338 @@
+import DocumentKit
+import Foundation
+import UbiquityProtocol
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// What each of the planner's operations does, and the outcome it records. Called in the item's lane; every change to
+/// a local file is a coordinated write that checks, inside the coordination, that the file is still what the
+/// operation expects (``checkLocalCopy``), and throws ``LocalCopyChanged`` when it is not.
+extension ContainerSync {
+    func execute(_ operation: SyncOperation, on item: StoredItem) async throws {
+        var item = item
+        switch operation {
+        case .hashLocal(_, let expecting):
+            guard let local = item.observation.local else { throw LocalCopyChanged() }
+            let read = try await readContent(at: local.path, kind: local.kind)
+            noteRead(read, into: &item)
+            guard read.identity.isUnchanged(since: expecting) else { throw LocalCopyChanged() }
+            try store(item)
+
+        case .createRemote(let id, let path, let kind):
+            let answer = try await client.createItem(CreateItemRequest(id: id, path: path, kind: kind), in: container)
+            item.observation.recordCreated(Self.view(of: answer.item, content: nil))
+            item.uploadError = nil
+            try store(item)
+
+        case .uploadContent(_, let basedOn, _):
+            try await upload(&item, basedOn: basedOn)
+
+        case .moveRemote(let id, let path):
+            let answer = try await client.moveItem(id, to: path, in: container)
+            item.observation.recordMovedRemote(Self.view(of: answer.item, content: item.observation.remote))
+            item.uploadError = nil
+            try store(item)
+
+        case .deleteRemote(let id, let basedOn):
+            // What the plan took for a deletion here must still be one: nothing at the path now.
+            if let path = item.observation.synced?.path,
+                FileManager.default.fileExists(atPath: layout.url(of: path).path)
+            {
+                throw LocalCopyChanged()
+            }
+            do {
+                _ = try await client.deleteItem(id, basedOn: basedOn, in: container)
+                try commit([RecordWrite(removing: id)])
+            } catch let error as ProtocolError where error.code == .staleDelete {
+                // Edited elsewhere meanwhile: the edit wins; the item comes back with the service's version.
+                let detail = try await client.item(id, in: container)
+                item.observation.recordStaleDelete(Self.view(of: detail))
+                try store(item)
+                try observe(detail)
+            }
+
+        case .agreePath(_, let path):
+            item.observation.recordAgreedPath(path)
+            try store(item)
+
+        case .recordPlaceholder(_, let view):
+            item.observation.recordPlaceholder(view)
+            try store(item)
+
+        case .download(let id, let version, let path, let replacing):
+            let record = try await versionRecord(version, of: id)
+            try await place(record, of: &item, at: path, replacing: replacing)
+
+        case .adoptLocal(let id, let view, let identity):
+            item.observation.recordAdopted(view, identity: identity)
+            try store(item)
+            if let version = view.version, let record = try state.currentVersionRecord(of: id), record.id == version {
+                try recordChunkLocations(of: record.manifest, for: item.item)
+            }
+
+        case .moveLocal(_, let from, let to, let expecting):
+            let identity = try await moveLocal(from: from, to: to, kind: item.item.kind, expecting: expecting)
+            item.observation.recordMovedLocal(to: to, identity: identity)
+            try store(item)
+
+        case .deleteLocal(let id, let path, let expecting):
+            try await removeLocal(at: path, of: item, expecting: expecting)
+            try commit([RecordWrite(removing: id)])
+
+        case .evict(let id, let path, let expecting):
+            try await removeLocal(at: path, of: item, expecting: expecting)
+            item.observation.recordLocalRemoved(evicted: true)
+            try store(item)
+            try state.setChunkLocations([], of: id)
+
+        case .moveAside(_, let path, let expecting):
+            let (target, identity) = try await moveAside(path, kind: item.item.kind, expecting: expecting)
+            item.observation.recordMovedAside(to: target, identity: identity)
+            if item.observation.local == nil, item.observation.remote == nil, item.observation.synced == nil {
+                try commit([RecordWrite(removing: item.id)])  // let go: the next scan finds the file as new
+            } else {
+                try store(item)
+            }
+
+        case .detachLocal:
+            item.observation.recordDetached()
+            try store(item)
+
+        case .forget(let id):
+            try commit([RecordWrite(removing: id)])
+        }
+    }
+
+    /// The remote view of the service's record; the content fields from `content` (the same version's), or none.
+    static func view(of record: ItemRecord, content: RemoteView?) -> RemoteView {
+        let same = content?.version == record.currentVersion
+        return RemoteView(
+            path: record.path, kind: record.kind, version: record.currentVersion,
+            contentHash: same ? content?.contentHash : nil, size: same ? content?.size ?? 0 : 0,
+            isDeleted: record.isDeleted)
+    }
+
+    /// The remote view of an item's detail.
+    static func view(of detail: ItemDetail) -> RemoteView {
+        let current = detail.versions.first { $0.id == detail.item.currentVersion }
+        return RemoteView(
+            path: detail.item.path, kind: detail.item.kind, version: detail.item.currentVersion,
+            contentHash: current?.contentHash, size: current?.size ?? 0, isDeleted: detail.item.isDeleted)
+    }
+
+    /// What a read of the local copy tells: its identity, and its hash when the read proves it (see
+    /// ``ItemObservation/recordHash(_:of:readAt:)``).
+    private func noteRead(_ read: ContentRead, into item: inout StoredItem) {
+        guard let local = item.observation.local else { return }
+        if !read.identity.isUnchanged(since: local.identity) || local.identity != read.identity {
+            item.observation.local = LocalView(path: local.path, kind: local.kind, identity: read.identity)
+        }
+        item.observation.recordHash(read.content.contentHash, of: read.identity, readAt: read.readAt)
+    }
+
+    /// Uploads the local copy as a new version based on `basedOn`: the chunks the service lacks, then the version.
+    /// Content that is the service's current content already is adopted instead.
+    private func upload(_ item: inout StoredItem, basedOn: VersionID?) async throws {
+        guard let local = item.observation.local else { throw LocalCopyChanged() }
+        let read = try await readContent(at: local.path, kind: local.kind)
+        noteRead(read, into: &item)
+        let (content, identity) = (read.content, read.identity)
+        if let remote = item.observation.remote, remote.version != nil, !remote.isDeleted,
+            remote.contentHash == content.contentHash
+        {
+            item.observation.recordAdopted(remote, identity: identity)
+            item.uploadError = nil
+            try store(item)
+            try recordChunkLocations(of: content.manifest, for: item.item)
+            return
+        }
+        try await uploadChunks(of: content, for: item.item)
+        let version = makeVersion(of: item.id, content, identity, basedOn: basedOn)
+        let answer = try await client.commit(version, in: container)
+        let committed = answer.version ?? version
+        let view: RemoteView
+        if answer.item.currentVersion == committed.id || answer.outcome != .conflict {
+            view = RemoteView(
+                path: answer.item.path, kind: answer.item.kind, version: answer.item.currentVersion,
+                contentHash: content.contentHash, size: content.size)
+        } else {
+            view = Self.view(of: answer.item, content: item.observation.remote)
+        }
+        item.observation.recordCommitted(
+            committed.id, hash: content.contentHash, size: content.size, identity: identity, record: view)
+        item.uploadError = nil
+        if answer.outcome == .conflict { item.hasUnresolvedConflicts = true }
+        try store(item)
+        try recordChunkLocations(of: content.manifest, for: item.item)
+        if answer.outcome == .conflict {
+            // Kept as a conflict version: the service's current version comes down over the local copy next.
+            try observe(try await client.item(item.id, in: container))
+        } else {
+            try state.setCurrentVersionRecord(committed, of: item.id)
+        }
+    }
+
+    /// The record of `version` of item `id`: as last heard, or asked of the service.
+    func versionRecord(_ version: VersionID, of id: ItemID) async throws -> VersionRecord {
+        if let record = try state.currentVersionRecord(of: id), record.id == version { return record }
+        let detail = try await client.item(id, in: container)
+        guard let record = detail.versions.first(where: { $0.id == version }) else {
+            try observe(detail)
+            throw LocalCopyChanged()  // the service moved on: planned again from what it has now
+        }
+        return record
+    }
+
+    /// Assembles `version` in `.ubiquity/tmp/`, checks it against its hashes, and puts it in place at `path` with a
+    /// coordinated write that first checks the local copy is still `replacing` (nothing, for a placeholder). The
+    /// item's download progress and download error are kept up to date.
+    func place(
+        _ version: VersionRecord, of item: inout StoredItem, at path: ItemPath, replacing: LocalFileIdentity?
+    ) async throws {
+        let temporary: URL
+        do {
+            temporary = try await assembleOnce(version, of: item.item, purpose: "download")
+        } catch let error as ProtocolError where error.code != .internalError {
+            throw error
+        } catch {
+            if !(error is CancellationError) {
+                item.downloadError = ItemError(error)
+                try store(item)
+            }
+            throw error
+        }
+        let destination = layout.url(of: path)
+        try FileManager.default.createDirectory(
+            at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let replaced = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
+        let (scanner, chunker, kind) = (scanner, configuration.chunker, item.item.kind)
+        let expectedHash = item.observation.synced?.contentHash
+        // The identity recorded is the one of the bytes just placed: taken inside the coordinated write, and only
+        // if the placed item is still the assembled one (same inode, size and modification time); if another
+        // writer got in first, the assembled identity is recorded, so the next scan sees that writer's change.
+        let placed: LocalFileIdentity
+        do {
+            placed = try await BlockingWork.run {
+                let assembled = try scanner.identity(of: temporary, kind: kind)
+                return try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
+                    // Only content that is safe (on the service, or nothing at all) is replaced: a save that
+                    // landed since the plan — one a presenter made when asked to make way, say — stays.
+                    let check = Self.checkLocalCopy(
+                        at: url, recorded: replacing, contentHash: expectedHash, kind: kind, scanner: scanner,
+                        chunker: chunker)
+                    guard replacing == nil ? check == .absent : check == .unchanged else { throw LocalCopyChanged() }
+                    var isDirectory: ObjCBool = false
+                    if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
+                        isDirectory.boolValue
+                    {
+                        try FileManager.default.moveItem(at: url, to: replaced)  // an old package makes way whole
+                    }
+                    guard rename(temporary.path, url.path) == 0 else {
+                        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+                    }
+                    let now = try scanner.identity(of: url, kind: kind)
+                    return now.isUnchanged(since: assembled) ? now : assembled
+                }
+            }
+        } catch is LocalCopyChanged {
+            try? FileManager.default.removeItem(at: temporary)
+            logger.notice("a save landed before a download was put in place; it goes up first", metadata: ["path": "\(path)"])
+            throw LocalCopyChanged()
+        }
+        try? FileManager.default.removeItem(at: replaced)
+        var view = item.observation.remote ?? RemoteView(path: path, kind: kind)
+        view.path = path
+        view.version = version.id
+        view.contentHash = version.contentHash
+        view.size = version.size
+        view.isDeleted = false
+        item.observation.recordPlaced(view, identity: placed)
+        item.downloadError = nil
+        try store(item)
+        try recordChunkLocations(of: version.manifest, for: item.item)
+    }
+
+    /// Removes the local copy at `path` if it is still `expecting` (and, for a racy identity, the synced content),
+    /// checked inside the coordinated delete: a save that lands meanwhile either comes first (and stays) or after
+    /// (and writes a new file). A folder is removed only when empty: its items go one by one.
+    private func removeLocal(at path: ItemPath, of item: StoredItem, expecting: LocalFileIdentity) async throws {
+        let url = layout.url(of: path)
+        let (scanner, chunker, kind) = (scanner, configuration.chunker, item.item.kind)
+        let hash = item.observation.synced?.contentHash
+        try await BlockingWork.run {
+            try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url in
+                if kind == .directory {
+                    guard rmdir(url.path) == 0 || errno == ENOENT else { throw LocalCopyChanged() }
+                    return
+                }
+                let check = Self.checkLocalCopy(
+                    at: url, recorded: expecting, contentHash: hash, kind: kind, scanner: scanner, chunker: chunker)
+                guard check == .unchanged else { throw LocalCopyChanged() }
+                try FileManager.default.removeItem(at: url)
+            }
+        }
+    }
+
+    /// Moves the local copy from `from` to `to` if it is still the file `expecting` names and nothing is at `to`.
+    private func moveLocal(
+        from: ItemPath, to: ItemPath, kind: ItemKind, expecting: LocalFileIdentity
+    ) async throws -> LocalFileIdentity {
+        let (source, target, scanner) = (layout.url(of: from), layout.url(of: to), scanner)
+        try FileManager.default.createDirectory(
+            at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+        return try await BlockingWork.run {
+            try FileCoordinator().coordinate(
+                writingItemAt: source, options: .forMoving, writingItemAt: target, options: []
+            ) { source, target in
+                guard let now = try? scanner.identity(of: source, kind: kind), now.isSameFile(as: expecting),
+                    !FileManager.default.fileExists(atPath: target.path)
+                else { throw LocalCopyChanged() }
+                try FileManager.default.moveItem(at: source, to: target)
+                return try scanner.identity(of: target, kind: kind)
+            }
+        }
+    }
+
+    /// Renames the local file at `path` that collides with another item to "Name (conflicted copy).ext" (numbered
+    /// if taken), if it is still the file `expecting` names.
+    private func moveAside(
+        _ path: ItemPath, kind: ItemKind, expecting: LocalFileIdentity
+    ) async throws -> (ItemPath, LocalFileIdentity) {
+        let url = layout.url(of: path)
+        let scanner = scanner
+        let target = try await BlockingWork.run {
+            try FileCoordinator().coordinate(writingItemAt: url, options: .forMoving) { url -> URL in
+                guard let now = try? scanner.identity(of: url, kind: kind), now.isSameFile(as: expecting) else {
+                    throw LocalCopyChanged()
+                }
+                return try Self.moveAside(url)
+            }
+        }
+        logger.notice("moved a local file aside", metadata: ["from": "\(path)", "to": "\(target.lastPathComponent)"])
+        let relative = String(target.path.dropFirst(layout.folder.path.count + 1))
+        return (try ItemPath(relative), try scanner.identity(of: target, kind: kind))
+    }
+
+    /// Renames `url` to "Name (conflicted copy).ext", numbered when taken.
+    static func moveAside(_ url: URL) throws -> URL {
+        let folder = url.deletingLastPathComponent()
+        let base = url.deletingPathExtension().lastPathComponent
+        let suffix = url.pathExtension.isEmpty ? "" : "." + url.pathExtension
+        var number = 1
+        var target: URL
+        repeat {
+            let label = number == 1 ? "conflicted copy" : "conflicted copy \(number)"
+            target = folder.appendingPathComponent("\(base) (\(label))\(suffix)")
+            number += 1
+        } while FileManager.default.fileExists(atPath: target.path)
+        try FileManager.default.moveItem(at: url, to: target)
+        return target
+    }
+
+    /// The local copy changed between the plan and the coordinated write that would replace, move or remove it.
+    struct LocalCopyChanged: Error {}
+}

@@ -1,0 +1,151 @@
+import Foundation
+import UbiquityProtocol
+
+/// The executor's loop: plan, run the batch (one lane per item, a few items at a time), plan again — until every
+/// item is in step, or what is left failed for a reason of its own (recorded on the item) or waits.
+extension ContainerSync {
+    /// How many items' operations run at once.
+    static let operationWindow = 8
+
+    /// The most operations one item gets in one round; an item that needs more is left for the next round (a file
+    /// rewritten faster than it can be read, say), so a round always ends.
+    static let operationsPerItem = 16
+
+    /// What running one operation came to.
+    enum OperationResult: Sendable {
+        /// Done, and recorded.
+        case done
+        /// The world moved on since the plan (the local copy changed, another operation went first): planned again.
+        case stale
+        /// Refused for a reason of the item's own (recorded on it): left until the next round.
+        case refused
+        /// The service has another item at the path: its feed is read before planning again.
+        case pathTaken
+    }
+
+    /// Plans and runs operations until nothing is left to do this round. An unreachable service ends the round (the
+    /// observations stay; the next round plans the same work).
+    func settle() async throws {
+        var counts: [ItemID: Int] = [:]
+        var parked: Set<ItemID> = []
+        while true {
+            let records = try planningSet()
+            let operations = planner.plan(records.map(\.observation), inFlight: parked.union(lanes.busy))
+            if operations.isEmpty { return }
+            var readFeed = false
+            let results = try await runConcurrently(operations)
+            for (id, result) in results {
+                counts[id, default: 0] += 1
+                switch result {
+                case .done, .stale: break
+                case .refused: parked.insert(id)
+                case .pathTaken:
+                    readFeed = true
+                    parked.insert(id)  // planned again next round, once the feed said who has the path
+                }
+                if counts[id, default: 0] >= Self.operationsPerItem {
+                    logger.notice("an item did not settle this round", metadata: ["item": "\(id)"])
+                    parked.insert(id)
+                }
+            }
+            if readFeed {
+                try await observeRemoteChanges()
+                parked.subtract(results.filter { if case .pathTaken = $0.1 { true } else { false } }.map(\.0))
+            }
+        }
+    }
+
+    /// The items not in step, and the items holding the paths their decisions ask about.
+    func planningSet() throws -> [StoredItem] {
+        let pending = try state.recordsNotInStep()
+        let keys = SyncPlanner.Context.askedKeys(pending.map(\.observation))
+        let ids = Set(pending.map(\.id))
+        return pending + (try state.records(withRemoteKeys: keys)).filter { !ids.contains($0.id) }
+    }
+
+    /// The planner's context for deciding on `item` alone: the items holding the paths it asks about.
+    func context(for item: ItemObservation) throws -> SyncPlanner.Context {
+        let keys = SyncPlanner.Context.askedKeys([item])
+        guard !keys.isEmpty else { return .empty }
+        return SyncPlanner.Context([item] + (try state.records(withRemoteKeys: keys)).map(\.observation))
+    }
+
+    /// Runs `operations`, at most ``operationWindow`` at a time.
+    private func runConcurrently(_ operations: [SyncOperation]) async throws -> [(ItemID, OperationResult)] {
+        try await withThrowingTaskGroup(of: (ItemID, OperationResult).self) { group in
+            var results: [(ItemID, OperationResult)] = []
+            var next = 0
+            var running = 0
+            while next < operations.count || running > 0 {
+                if next < operations.count, running < Self.operationWindow {
+                    let operation = operations[next]
+                    next += 1
+                    running += 1
+                    group.addTask { (operation.itemID, try await self.run(operation)) }
+                } else if let result = try await group.next() {
+                    running -= 1
+                    results.append(result)
+                }
+            }
+            return results
+        }
+    }
+
+    /// Runs one planned operation in its item's lane, if it is still what the planner would do once the lane is
+    /// held.
+    func run(_ operation: SyncOperation) async throws -> OperationResult {
+        let id = operation.itemID
+        return try await inLane(id) {
+            guard let item = try state.record(id) else { return .stale }
+            let decided = SyncPlanner.decide(
+                item.observation, context: try context(for: item.observation), configuration: planner.configuration)
+            guard decided == operation else { return .stale }
+            return try await perform(operation, on: item)
+        }
+    }
+
+    /// Performs `operation` on `item` (in its lane) and records its outcome; the item's own failures are recorded on
+    /// it, a changed local copy is observed again, and only a failure to reach the service or the disk is thrown.
+    func perform(_ operation: SyncOperation, on item: StoredItem) async throws -> OperationResult {
+        do {
+            try await execute(operation, on: item)
+            return .done
+        } catch is LocalCopyChanged {
+            try observeLocalCopy(of: item.id)
+            return .stale
+        } catch is ContentChangedWhileRead {
+            return .stale  // a writer got in; read again
+        } catch let error as ProtocolError where error.code == .pathCollision {
+            return .pathTaken
+        } catch let error as ProtocolError where error.code != .internalError {
+            logger.warning("an operation was refused", metadata: ["operation": "\(operation)", "error": "\(error)"])
+            if var refused = try state.record(item.id) {
+                if case .download = operation {
+                    refused.downloadError = ItemError(error)
+                } else {
+                    refused.uploadError = ItemError(error)
+                }
+                try commit([RecordWrite(refused, inStep: false)])
+            }
+            return .refused
+        }
+    }
+
+    /// Observes the local copy of one item again (in its lane), after an operation found it other than planned.
+    func observeLocalCopy(of id: ItemID) throws {
+        guard var item = try state.record(id) else { return }
+        let old = item.observation
+        guard let path = old.local?.path ?? old.synced?.path else { return }
+        let kind = old.local?.kind ?? old.synced?.kind ?? .file
+        if let identity = try? scanner.identity(of: layout.url(of: path), kind: kind) {
+            var view = LocalView(path: path, kind: kind, identity: identity)
+            if let previous = old.local, identity == previous.identity, !previous.identity.isRacy {
+                view.contentHash = previous.contentHash
+            }
+            item.observation.local = view
+        } else {
+            item.observation.local = nil
+        }
+        if item.observation != old { try store(item) }
+    }
+}

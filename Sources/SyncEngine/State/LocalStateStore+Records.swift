@@ -1,0 +1,200 @@
+import Foundation
+import GRDB
+import UbiquityProtocol
+
+/// One change to the items' records, written with others in one transaction.
+public struct RecordWrite: Sendable {
+    /// When the write applies.
+    public enum Condition: Sendable {
+        /// Always.
+        case always
+        /// Only while the stored record is still `expected` (`nil`: there is none): what was read before a scan is
+        /// what the scan's observation is applied to, so an operation that recorded its outcome meanwhile wins.
+        case unchanged(StoredItem?)
+        /// Only while no item's local copy is at the new record's path: a file a scan found as new is not an item of
+        /// its own when an operation placed it there for another item meanwhile.
+        case pathUnclaimed
+    }
+
+    /// The item.
+    public var id: ItemID
+    /// Its new record; `nil` removes it (with its versions and chunk locations).
+    public var record: StoredItem?
+    /// Whether the planner has nothing to do for the item (kept as a column, so a round plans only the others).
+    public var inStep: Bool
+    /// When it applies.
+    public var condition: Condition
+
+    /// Stores `record`.
+    public init(_ record: StoredItem, inStep: Bool, if condition: Condition = .always) {
+        id = record.id
+        self.record = record
+        self.inStep = inStep
+        self.condition = condition
+    }
+
+    /// Removes the item `id`.
+    public init(removing id: ItemID, if condition: Condition = .always) {
+        self.id = id
+        record = nil
+        inStep = true
+        self.condition = condition
+    }
+}
+
+extension LocalStateStore {
+    /// The items' table keeps, per item: the observations (JSON), the item as apps see it (JSON, also what the
+    /// version changes made by apps read and write), its path as apps see it (indexed, not unique: two items may
+    /// claim one path for a while — a new file where the service has another item, say — until the planner settles
+    /// it), the collision key of its live path on the service (who holds a path there), and whether it is in step.
+    static func registerObservationMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v4-observations") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE item_record (
+                        id TEXT PRIMARY KEY, path TEXT NOT NULL, remote_key TEXT, in_step INTEGER NOT NULL,
+                        record TEXT NOT NULL, observation TEXT NOT NULL);
+                    CREATE INDEX item_record_path ON item_record (path);
+                    CREATE INDEX item_record_remote_key ON item_record (remote_key);
+                    CREATE INDEX item_record_pending ON item_record (in_step) WHERE in_step = 0;
+                    """)
+            // Items kept before: each the service's record, the synced state and the local copy as it said; the
+            // first round after checks them all.
+            for text in try String.fetchAll(db, sql: "SELECT record FROM item") {
+                let item = try JSONDecoder().decode(LocalItem.self, from: Data(text.utf8))
+                let current = try String.fetchOne(
+                    db, sql: "SELECT value FROM value WHERE key = ?", arguments: [currentVersionKey(of: item.id)]
+                ).flatMap { try? JSONDecoder().decode(VersionRecord.self, from: Data($0.utf8)) }
+                let hash = current?.id == item.serverVersion ? current?.contentHash : nil
+                try insert(RecordWrite(StoredItem(migrating: item, currentContentHash: hash), inStep: false), in: db)
+            }
+            try db.execute(sql: "DROP TABLE item")
+        }
+    }
+
+    /// The record of item `id`.
+    public func record(_ id: ItemID) throws -> StoredItem? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT record, observation FROM item_record WHERE id = ?", arguments: [id.string])
+                .map(Self.decode)
+        }
+    }
+
+    /// The record of the item at `path` as apps see it; when two claim it, the one whose local copy is there.
+    public func record(at path: ItemPath) throws -> StoredItem? {
+        let found = try pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT record, observation FROM item_record WHERE path = ?", arguments: [path.string]
+            ).map(Self.decode)
+        }
+        return found.first { $0.observation.local != nil } ?? found.first
+    }
+
+    /// Every item's record.
+    public func records() throws -> [StoredItem] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT record, observation FROM item_record").map(Self.decode)
+        }
+    }
+
+    /// The records of the items at `paths` and below them.
+    public func records(atOrBelow paths: Set<String>) throws -> [StoredItem] {
+        try pool.read { db in
+            var found: [ItemID: StoredItem] = [:]
+            for path in paths where !path.isEmpty {
+                // Below `path` is the range from "path/" up to (not including) "path0" ('0' follows '/').
+                for record in try Row.fetchAll(
+                    db,
+                    sql: "SELECT record, observation FROM item_record WHERE path = ? OR (path >= ? AND path < ?)",
+                    arguments: [path, path + "/", path + "0"]
+                ).map(Self.decode) {
+                    found[record.id] = record
+                }
+            }
+            return Array(found.values)
+        }
+    }
+
+    /// The records of the items the planner has work for.
+    public func recordsNotInStep() throws -> [StoredItem] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT record, observation FROM item_record WHERE in_step = 0").map(Self.decode)
+        }
+    }
+
+    /// The records of the items live on the service at the paths with these collision keys.
+    public func records(withRemoteKeys keys: Set<String>) throws -> [StoredItem] {
+        guard !keys.isEmpty else { return [] }
+        return try pool.read { db in
+            var found: [StoredItem] = []
+            for key in keys {
+                found += try Row.fetchAll(
+                    db, sql: "SELECT record, observation FROM item_record WHERE remote_key = ?", arguments: [key]
+                ).map(Self.decode)
+            }
+            return found
+        }
+    }
+
+    /// Applies `writes` in one transaction, each only when its condition holds.
+    /// - Returns: The writes that applied, with the record each replaced.
+    @discardableResult
+    public func write(_ writes: [RecordWrite]) throws -> [(write: RecordWrite, before: StoredItem?)] {
+        try pool.write { db in
+            var applied: [(RecordWrite, StoredItem?)] = []
+            for write in writes {
+                let before = try Row.fetchOne(
+                    db, sql: "SELECT record, observation FROM item_record WHERE id = ?", arguments: [write.id.string]
+                ).map(Self.decode)
+                switch write.condition {
+                case .always: break
+                case .unchanged(let expected): guard before == expected else { continue }
+                case .pathUnclaimed:
+                    guard let path = write.record?.path else { break }
+                    let claimed = try Row.fetchAll(
+                        db, sql: "SELECT record, observation FROM item_record WHERE path = ? AND id != ?",
+                        arguments: [path.string, write.id.string]
+                    ).map(Self.decode).contains { $0.observation.local?.path == path }
+                    guard !claimed else { continue }
+                }
+                if write.record == nil {
+                    for table in ["item_record WHERE id", "version WHERE item_id", "local_chunk WHERE item_id"] {
+                        try db.execute(sql: "DELETE FROM \(table) = ?", arguments: [write.id.string])
+                    }
+                    try db.execute(sql: "DELETE FROM value WHERE key = ?", arguments: [Self.currentVersionKey(of: write.id)])
+                } else {
+                    try Self.insert(write, in: db)
+                }
+                applied.append((write, before))
+            }
+            return applied
+        }
+    }
+
+    private static func insert(_ write: RecordWrite, in db: Database) throws {
+        guard let record = write.record else { return }
+        let remote = record.observation.remote
+        let key = remote.flatMap { $0.isDeleted ? nil : $0.path.collisionKey }
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO item_record (id, path, remote_key, in_step, record, observation)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                record.id.string, record.path.string, key, write.inStep ? 1 : 0, try encode(record.item),
+                try encode(record.observation),
+            ])
+    }
+
+    static func encode(_ value: some Encodable) throws -> String {
+        String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+    }
+
+    static func decode(_ row: Row) throws -> StoredItem {
+        let item = try JSONDecoder().decode(LocalItem.self, from: Data((row["record"] as String).utf8))
+        let observation = try JSONDecoder().decode(ItemObservation.self, from: Data((row["observation"] as String).utf8))
+        return StoredItem(
+            observation, uploadError: item.uploadError, downloadError: item.downloadError,
+            hasUnresolvedConflicts: item.hasUnresolvedConflicts)
+    }
+}
