@@ -16,14 +16,15 @@ extension ContainerSync {
     /// write that replaces, removes or evicts it: the file must be the recorded one, unchanged
     /// (``LocalFileIdentity/isUnchanged(since:)``); when the recorded identity is racy (taken within
     /// ``LocalFileIdentity/racyInterval`` of its modification, so a same-size write in the same tick would not show),
-    /// its content must also hash to the recorded content hash.
+    /// its content must also hash to the recorded content hash — and so when the identity last in step (`synced`)
+    /// is racy, whatever the later observation.
     static func checkLocalCopy(
-        at url: URL, recorded: LocalFileIdentity?, contentHash: ChunkHash?, kind: ItemKind, scanner: LocalScanner,
-        chunker: FileChunker
+        at url: URL, recorded: LocalFileIdentity?, synced: LocalFileIdentity? = nil, contentHash: ChunkHash?,
+        kind: ItemKind, scanner: LocalScanner, chunker: FileChunker
     ) -> LocalCopyCheck {
         guard let now = try? scanner.identity(of: url, kind: kind) else { return .absent }
         guard let recorded, now.isUnchanged(since: recorded) else { return .changed }
-        guard recorded.isRacy, kind != .directory else { return .unchanged }
+        guard recorded.isRacy || synced?.isRacy == true, kind != .directory else { return .unchanged }
         guard let contentHash else { return .changed }
         let content =
             kind == .package

@@ -21,7 +21,7 @@ extension ContainerSync {
 
     /// Applies `writes` in one transaction and tells listeners of those that applied.
     @discardableResult
-    func commit(_ writes: [RecordWrite]) throws -> Int {
+    func commit(_ writes: [RecordWrite]) throws -> [RecordWrite] {
         let applied = try state.write(writes)
         for (write, before) in applied {
             if let record = write.record {
@@ -32,14 +32,21 @@ extension ContainerSync {
                 try? FileManager.default.removeItem(at: layout.versions.appendingPathComponent(before.id.string))
             }
         }
-        return applied.count
+        return applied.map(\.write)
     }
 
     /// Observes the local copies in `scope`: the records are read first, then the disk, and each item's new local
     /// view is stored only while its record is still the one read — an operation that recorded its outcome
     /// meanwhile (a download placed, an eviction) knows better than a scan that may have walked past it. A file found
     /// as new becomes an item only while no item's local copy is at its path.
+    /// An item whose record changed between the read and the write is observed again (so a save the scan saw is
+    /// not lost behind an operation's outcome), up to a few times.
     func observeLocal(_ scope: ScanScope) async throws {
+        for _ in 0..<4 where try await observeLocalOnce(scope) == false {}
+    }
+
+    /// One observation of `scope`; `false` when some item's record changed meanwhile.
+    private func observeLocalOnce(_ scope: ScanScope) async throws -> Bool {
         let (scanner, folder) = (scanner, layout.folder)
         let known: [StoredItem]
         let scan: LocalScanner.Result
@@ -49,7 +56,7 @@ extension ContainerSync {
             scan = try await BlockingWork.run { try scanner.scan(folder) }
         case .paths(let paths):
             let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
-            if roots.isEmpty { return }
+            if roots.isEmpty { return true }
             known = try state.records(atOrBelow: roots)
             scan = try await BlockingWork.run { scanner.scan(folder, only: roots) }
         }
@@ -57,18 +64,21 @@ extension ContainerSync {
         var observations = before.mapValues(\.observation)
         LocalObservation.apply(scan.items, to: &observations, newID: { ItemID() })
         var writes: [RecordWrite] = []
+        var checked = 0
         for (id, observation) in observations {
             if let old: StoredItem = before[id] {
                 guard old.observation != observation else { continue }
                 var updated = old
                 updated.observation = observation
                 writes.append(RecordWrite(updated, inStep: isInStep(updated), if: .unchanged(old)))
+                checked += 1
             } else {
                 let created = StoredItem(observation)
                 writes.append(RecordWrite(created, inStep: isInStep(created), if: .pathUnclaimed))
             }
         }
-        try commit(writes)
+        let applied = try commit(writes)
+        return applied.filter { if case .unchanged = $0.condition { true } else { false } }.count == checked
     }
 
     /// Follows the container's change feed from the stored token and observes each touched item's record.

@@ -210,7 +210,7 @@ extension ContainerSync {
             at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
         let replaced = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
         let (scanner, chunker, kind) = (scanner, configuration.chunker, item.item.kind)
-        let expectedHash = item.observation.synced?.contentHash
+        let (expectedHash, synced) = (item.observation.synced?.contentHash, item.observation.synced?.identity)
         // The identity recorded is the one of the bytes just placed: taken inside the coordinated write, and only
         // if the placed item is still the assembled one (same inode, size and modification time); if another
         // writer got in first, the assembled identity is recorded, so the next scan sees that writer's change.
@@ -222,8 +222,8 @@ extension ContainerSync {
                     // Only content that is safe (on the service, or nothing at all) is replaced: a save that
                     // landed since the plan — one a presenter made when asked to make way, say — stays.
                     let check = Self.checkLocalCopy(
-                        at: url, recorded: replacing, contentHash: expectedHash, kind: kind, scanner: scanner,
-                        chunker: chunker)
+                        at: url, recorded: replacing, synced: synced, contentHash: expectedHash, kind: kind,
+                        scanner: scanner, chunker: chunker)
                     guard replacing == nil ? check == .absent : check == .unchanged else { throw LocalCopyChanged() }
                     var isDirectory: ObjCBool = false
                     if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
@@ -262,7 +262,7 @@ extension ContainerSync {
     private func removeLocal(at path: ItemPath, of item: StoredItem, expecting: LocalFileIdentity) async throws {
         let url = layout.url(of: path)
         let (scanner, chunker, kind) = (scanner, configuration.chunker, item.item.kind)
-        let hash = item.observation.synced?.contentHash
+        let (hash, synced) = (item.observation.synced?.contentHash, item.observation.synced?.identity)
         try await BlockingWork.run {
             try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url in
                 if kind == .directory {
@@ -270,7 +270,8 @@ extension ContainerSync {
                     return
                 }
                 let check = Self.checkLocalCopy(
-                    at: url, recorded: expecting, contentHash: hash, kind: kind, scanner: scanner, chunker: chunker)
+                    at: url, recorded: expecting, synced: synced, contentHash: hash, kind: kind, scanner: scanner,
+                    chunker: chunker)
                 guard check == .unchanged else { throw LocalCopyChanged() }
                 try FileManager.default.removeItem(at: url)
             }

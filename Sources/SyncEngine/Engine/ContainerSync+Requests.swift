@@ -40,26 +40,21 @@ extension ContainerSync {
     public func evict(_ path: ItemPath) async throws {
         let id = try known(path).id
         try await inLane(id) {
-            for _ in 0..<3 {
-                guard let item = try state.record(id) else {
-                    throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
-                }
-                guard item.item.kind != .directory else { throw ProtocolError(.malformedRequest, "\(path) is a folder") }
-                guard let local = item.observation.local else { return }  // a placeholder already
-                let notUploaded = ProtocolError(
-                    .notUploaded, "\(path) has changes that are not on the service yet; sync before evicting")
-                guard let synced = item.observation.synced, synced.version != nil else { throw notUploaded }
-                let operation: SyncOperation
-                switch SyncPlanner.contentState(local, synced) {
-                case .same: operation = .evict(id, path: local.path, expecting: local.identity)
-                case .unknown: operation = .hashLocal(id, expecting: local.identity)
-                case .changed, .absent: throw notUploaded
-                }
-                switch try await perform(operation, on: item) {
-                case .done: if case .evict = operation { return }
-                case .stale: if case .evict = operation { throw notUploaded }
-                case .refused, .pathTaken: throw notUploaded
-                }
+            guard let item = try state.record(id) else {
+                throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
+            }
+            guard item.item.kind != .directory else { throw ProtocolError(.malformedRequest, "\(path) is a folder") }
+            guard let local = item.observation.local else { return }  // a placeholder already
+            let notUploaded = ProtocolError(
+                .notUploaded, "\(path) has changes that are not on the service yet; sync before evicting")
+            guard let synced = item.observation.synced, synced.version != nil else { throw notUploaded }
+            switch SyncPlanner.contentState(local, synced) {
+            case .same, .unknown: break  // the removal checks the content itself when the identity cannot tell
+            case .changed, .absent: throw notUploaded
+            }
+            switch try await perform(.evict(id, path: local.path, expecting: local.identity), on: item) {
+            case .done: return
+            case .stale, .refused, .pathTaken: throw notUploaded
             }
         }
     }

@@ -4,12 +4,14 @@ import UbiquityProtocol
 /// effect is durable (the service answered, the file is in place), then persists the observation. Pure.
 extension ItemObservation {
     /// The local content was read at `readAt` (nanoseconds since 1970): its hash, if the local copy is still the one
-    /// `identity` names. A read within ``LocalFileIdentity/racyInterval`` of the file's modification proves nothing
-    /// (a same-size write in the same tick would not change the identity), so it is not kept.
+    /// `identity` names. The hash stands for what the planner decides now (what replaces or removes the copy checks
+    /// the content again inside its coordinated write). A read within ``LocalFileIdentity/racyInterval`` of the
+    /// file's modification proves nothing for later (a same-size write in the same tick would not change the
+    /// identity): the identity stays racy, so the next scan that sees the file reads it again.
     public mutating func recordHash(_ hash: ChunkHash, of identity: LocalFileIdentity, readAt: Int64) {
-        guard local?.identity == identity, readAt - identity.modified >= LocalFileIdentity.racyInterval else { return }
+        guard local?.identity == identity else { return }
         local?.contentHash = hash
-        local?.identity.capturedAt = readAt
+        local?.identity.capturedAt = max(readAt, identity.capturedAt)
     }
 
     /// The service created the item's record: both sides agree on it, with no content yet (a folder is in step).
@@ -33,9 +35,11 @@ extension ItemObservation {
                 path: path, kind: record.kind, version: record.version, contentHash: hash, size: size,
                 identity: identity)
         } else {
+            // The local content was based on the synced version — or, written where only a placeholder was, on none:
+            // either way the service's current version comes down over it next.
+            let base = synced?.identity == nil ? nil : synced?.version
             synced = SyncedView(
-                path: path, kind: record.kind, version: synced?.version, contentHash: hash, size: size,
-                identity: identity)
+                path: path, kind: record.kind, version: base, contentHash: hash, size: size, identity: identity)
         }
         requests.remove(.keepEvicted)
     }

@@ -172,7 +172,8 @@ public struct SyncPlanner: Sendable {
         if local.kind == .directory {
             return synced.identity == nil ? .adoptLocal(id, remote: remote, identity: local.identity) : nil
         }
-        switch contentState(local, synced) {
+        let state = contentState(local, synced)
+        switch state {
         case .unknown:
             return .hashLocal(id, expecting: local.identity)
         case .changed, .absent:
@@ -183,7 +184,9 @@ public struct SyncPlanner: Sendable {
                 // Both sides changed: the bytes say whether it is the same content (then no conflict at all).
                 return .hashLocal(id, expecting: local.identity)
             }
-            return .uploadContent(id, basedOn: synced.version, expecting: local.identity)
+            // Written where only a placeholder was, the content is based on nothing this device had: when the service
+            // has a version, both are kept (one current, the other a conflict version).
+            return .uploadContent(id, basedOn: state == .absent ? nil : synced.version, expecting: local.identity)
         case .same:
             if let version = remote.version, version != synced.version {
                 return .download(id, version: version, path: local.path, replacing: local.identity)
