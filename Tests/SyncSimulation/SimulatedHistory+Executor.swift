@@ -89,6 +89,9 @@ extension SimulatedHistory {
             item.recordPlaced(placed, identity: devices[index].identity(of: file, at: now))
             log("\(name) downloaded \(content) to \(path)")
 
+        case .makeFolder(_, let path):
+            return log("\(name) make folder \(path): the simulated disk has no folders")
+
         case .adoptLocal(_, let view, let identity):
             item.recordAdopted(view, identity: identity)
             log("\(name) adopted \(id.short) at \(view.path)")

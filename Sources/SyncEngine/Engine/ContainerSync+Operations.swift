@@ -67,6 +67,17 @@ extension ContainerSync {
             let record = try await versionRecord(version, of: id)
             try await place(record, of: &item, at: path, replacing: replacing)
 
+        case .makeFolder(_, let path):
+            let url = layout.url(of: path)
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                throw LocalCopyChanged()  // a file of its own is there: it steps aside first
+            }
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            guard let remote = item.observation.remote else { throw LocalCopyChanged() }
+            item.observation.recordPlaced(remote, identity: try scanner.identity(of: url, kind: .directory))
+            try store(item)
+
         case .adoptLocal(let id, let view, let identity):
             item.observation.recordAdopted(view, identity: identity)
             try store(item)
@@ -150,6 +161,7 @@ extension ContainerSync {
             try recordChunkLocations(of: content.manifest, for: item.item)
             return
         }
+        let knownCurrent = item.observation.remote?.version
         try await uploadChunks(of: content, for: item.item)
         let version = makeVersion(of: item.id, content, identity, basedOn: basedOn)
         let answer = try await client.commit(version, in: container)
@@ -168,11 +180,12 @@ extension ContainerSync {
         if answer.outcome == .conflict { item.hasUnresolvedConflicts = true }
         try store(item)
         try recordChunkLocations(of: content.manifest, for: item.item)
-        if answer.outcome == .conflict {
-            // Kept as a conflict version: the service's current version comes down over the local copy next.
+        if answer.outcome != .conflict { try state.setCurrentVersionRecord(committed, of: item.id) }
+        if answer.outcome == .conflict || basedOn != knownCurrent {
+            // Kept as a conflict version (the service's current version comes down over the local copy next), or
+            // made current over a version this device never had (which the service keeps as a conflict version):
+            // the item's versions are heard at once.
             try observe(try await client.item(item.id, in: container))
-        } else {
-            try state.setCurrentVersionRecord(committed, of: item.id)
         }
     }
 

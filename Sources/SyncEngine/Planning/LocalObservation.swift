@@ -65,8 +65,7 @@ public enum LocalObservation {
     static func expectedPath(of item: ItemObservation) -> ItemPath? {
         guard let synced = item.synced else { return nil }
         if synced.identity != nil { return synced.path }
-        guard let remote = item.remote, !remote.isDeleted, remote.path == synced.path, remote.kind != .directory
-        else { return nil }
+        guard let remote = item.remote, !remote.isDeleted, remote.path == synced.path else { return nil }
         return synced.path
     }
 

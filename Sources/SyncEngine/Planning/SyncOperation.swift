@@ -22,6 +22,8 @@ public enum SyncOperation: Hashable, Sendable {
     case recordPlaceholder(ItemID, RemoteView)
     /// Fetch `version` and put it in place at `path`, where the local copy must still be `replacing` (`nil`: nothing).
     case download(ItemID, version: VersionID, path: ItemPath, replacing: LocalFileIdentity?)
+    /// Make the folder the service has at `path`, where nothing is here.
+    case makeFolder(ItemID, path: ItemPath)
     /// Both sides hold the same content: agree on the service's record with the local copy as it is.
     case adoptLocal(ItemID, remote: RemoteView, identity: LocalFileIdentity)
     /// Move the local copy to the service's path.
@@ -43,7 +45,7 @@ public enum SyncOperation: Hashable, Sendable {
         switch self {
         case .hashLocal(let id, _), .createRemote(let id, _, _), .uploadContent(let id, _, _), .moveRemote(let id, _),
             .agreePath(let id, _), .deleteRemote(let id, _), .recordPlaceholder(let id, _), .download(let id, _, _, _),
-            .adoptLocal(let id, _, _), .moveLocal(let id, _, _, _), .deleteLocal(let id, _, _), .evict(let id, _, _),
+            .makeFolder(let id, _), .adoptLocal(let id, _, _), .moveLocal(let id, _, _, _), .deleteLocal(let id, _, _), .evict(let id, _, _),
             .moveAside(let id, _, _), .detachLocal(let id), .forget(let id):
             id
         }

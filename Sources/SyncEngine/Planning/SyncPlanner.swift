@@ -26,7 +26,7 @@ import UbiquityProtocol
 /// 5. Content: edited here → uploaded based on `S` (or adopted when it is the service's content already); edited on
 ///    the service only → downloaded over the unchanged copy, or recorded as a placeholder (large items, evicted ones);
 ///    racy identities → the content is hashed first.
-/// 6. Requests: download a placeholder; evict an unchanged, uploaded copy.
+/// 6. Requests: download a placeholder; evict an unchanged, uploaded copy. A folder on the service is made here.
 public struct SyncPlanner: Sendable {
     /// What the planner's policy depends on.
     public struct Configuration: Hashable, Sendable {
@@ -209,6 +209,9 @@ public struct SyncPlanner: Sendable {
         _ item: ItemObservation, remote: RemoteView, synced: SyncedView, configuration: Configuration
     ) -> SyncOperation? {
         let id = item.id
+        if remote.kind == .directory {
+            return remote.path != synced.path ? .recordPlaceholder(id, remote) : .makeFolder(id, path: remote.path)
+        }
         guard let version = remote.version else {
             return remote.path != synced.path || remote.kind != synced.kind ? .recordPlaceholder(id, remote) : nil
         }
