@@ -125,7 +125,8 @@ extension ContainerSync {
             guard !record.isDeleted else { return }
             stored = StoredItem(ItemObservation(id: record.id))
             let sameOne = try state.records(atOrBelow: [record.path.string]).first {
-                $0.observation.remote == nil && $0.observation.synced == nil && $0.observation.local?.path == record.path
+                $0.observation.remote == nil && $0.observation.synced == nil
+                    && $0.observation.local?.path == record.path
                     && $0.observation.local?.kind == record.kind && !lanes.busy.contains($0.id)
             }
             if let sameOne {

@@ -253,7 +253,8 @@ extension ContainerSync {
             }
         } catch is LocalCopyChanged {
             try? FileManager.default.removeItem(at: temporary)
-            logger.notice("a save landed before a download was put in place; it goes up first", metadata: ["path": "\(path)"])
+            logger.notice(
+                "a save landed before a download was put in place; it goes up first", metadata: ["path": "\(path)"])
             throw LocalCopyChanged()
         }
         try? FileManager.default.removeItem(at: replaced)

@@ -19,7 +19,9 @@ extension ContainerSync {
         case stale
         /// Refused for a reason of the item's own (recorded on it): left until the next round.
         case refused
-        /// The service has another item at the path: its feed is read before planning again.
+        /// The service has another item at the path: planned again once the service's feed said which (a round reads
+        /// it after sending what changed here, so an app never hears of the service's changes before its own went
+        /// up).
         case pathTaken
     }
 
@@ -32,25 +34,18 @@ extension ContainerSync {
             let records = try planningSet()
             let operations = planner.plan(records.map(\.observation), inFlight: parked.union(lanes.busy))
             if operations.isEmpty { return }
-            var readFeed = false
             let results = try await runConcurrently(operations)
             for (id, result) in results {
                 counts[id, default: 0] += 1
                 switch result {
                 case .done, .stale: break
                 case .refused: parked.insert(id)
-                case .pathTaken:
-                    readFeed = true
-                    parked.insert(id)  // planned again next round, once the feed said who has the path
+                case .pathTaken: parked.insert(id)  // planned again once the feed said who has the path
                 }
                 if counts[id, default: 0] >= Self.operationsPerItem {
                     logger.notice("an item did not settle this round", metadata: ["item": "\(id)"])
                     parked.insert(id)
                 }
-            }
-            if readFeed {
-                try await observeRemoteChanges()
-                parked.subtract(results.filter { if case .pathTaken = $0.1 { true } else { false } }.map(\.0))
             }
         }
     }

@@ -3,11 +3,13 @@ import Foundation
 import Logging
 import UbiquityProtocol
 
-/// Keeps one container folder in step with the service, one round at a time: local changes go up (metadata and
-/// the chunks the service lacks), then the service's feed comes down (metadata at once, content for small items
-/// or on demand).
+/// Keeps one container folder in step with the service, one round at a time. Observers record what is on disk and
+/// what the service has as each item's observations (``ItemObservation``, persisted in the state database); the
+/// ``SyncPlanner`` works out the operations from them; the executor runs them, one lane per item and a few items at
+/// a time, each checking inside its coordinated write that the local copy is still what the plan saw. Apps' requests
+/// (download, evict, version changes) go through the same planner and lanes.
 ///
-/// This is the engine's synchronous core; the long-running engine drives it from file-system events and push.
+/// This is the engine's core; the long-running engine drives it from file-system events and push.
 ///
 /// ```swift
 /// let sync = try ContainerSync(layout: layout, client: client, device: device)
@@ -96,9 +98,9 @@ public actor ContainerSync {
     /// What the engine does from now on, as it happens, for as long as the stream is iterated.
     public nonisolated func events() -> AsyncStream<SyncEvent> { hub.stream() }
 
-    /// One round: what changed here goes up, then what changed elsewhere comes down, then the key-value store both
-    /// ways. Rounds asked for while one
-    /// runs (by the engine's loop and a client of its socket, say) run one after the other.
+    /// One round: the scope is scanned and what changed here is planned and sent; then the service's feed is read
+    /// and what changed there is planned and brought here; then the key-value store both ways. Rounds asked for while
+    /// one runs (by the engine's loop and a client of its socket, say) run one after the other.
     /// - Parameter scope: What the local scan looks at: the whole container (the default, as at start-up), or only
     ///   the paths file-system events named (none: a round for the service's changes alone).
     public func syncOnce(scanning scope: ScanScope = .everything) async throws {
@@ -107,7 +109,10 @@ public actor ContainerSync {
             _ = await previous?.result
             do {
                 try await sendQueuedOperations()
+                // What changed here is planned and sent first (as soon as possible, and before an app that hears of
+                // the service's changes may quit), then what changed there.
                 try await observeLocal(scope)
+                try await settle()
                 try await observeRemoteChanges()
                 try await settle()
                 try await syncKeyValues()

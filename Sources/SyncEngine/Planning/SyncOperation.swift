@@ -45,7 +45,8 @@ public enum SyncOperation: Hashable, Sendable {
         switch self {
         case .hashLocal(let id, _), .createRemote(let id, _, _), .uploadContent(let id, _, _), .moveRemote(let id, _),
             .agreePath(let id, _), .deleteRemote(let id, _), .recordPlaceholder(let id, _), .download(let id, _, _, _),
-            .makeFolder(let id, _), .adoptLocal(let id, _, _), .moveLocal(let id, _, _, _), .deleteLocal(let id, _, _), .evict(let id, _, _),
+            .makeFolder(let id, _), .adoptLocal(let id, _, _), .moveLocal(let id, _, _, _), .deleteLocal(let id, _, _),
+            .evict(let id, _, _),
             .moveAside(let id, _, _), .detachLocal(let id), .forget(let id):
             id
         }

@@ -111,7 +111,10 @@ extension LocalStateStore {
     private static func versionState(ofItemAt path: ItemPath, in db: Database) throws -> LocalVersionState? {
         guard
             let text = try String.fetchOne(
-                db, sql: "SELECT record FROM item_record WHERE path = ? ORDER BY json_extract(observation, '$.local') IS NULL", arguments: [path.string])
+                db,
+                sql:
+                    "SELECT record FROM item_record WHERE path = ? ORDER BY json_extract(observation, '$.local') IS NULL",
+                arguments: [path.string])
         else { return nil }
         var state = try recordedVersionState(of: JSONDecoder().decode(LocalItem.self, from: Data(text.utf8)), in: db)
         // A change made here stands until the service has it, even over records the engine wrote meanwhile from an
@@ -132,7 +135,8 @@ extension LocalStateStore {
     /// The item's versions as recorded, without the queued changes over them.
     static func recordedVersionState(of id: ItemID, in db: Database) throws -> LocalVersionState? {
         guard
-            let text = try String.fetchOne(db, sql: "SELECT record FROM item_record WHERE id = ?", arguments: [id.string])
+            let text = try String.fetchOne(
+                db, sql: "SELECT record FROM item_record WHERE id = ?", arguments: [id.string])
         else { return nil }
         return try recordedVersionState(of: JSONDecoder().decode(LocalItem.self, from: Data(text.utf8)), in: db)
     }

@@ -75,8 +75,10 @@ extension LocalStateStore {
     /// The record of item `id`.
     public func record(_ id: ItemID) throws -> StoredItem? {
         try pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT record, observation FROM item_record WHERE id = ?", arguments: [id.string])
-                .map(Self.decode)
+            try Row.fetchOne(
+                db, sql: "SELECT record, observation FROM item_record WHERE id = ?", arguments: [id.string]
+            )
+            .map(Self.decode)
         }
     }
 
@@ -161,7 +163,8 @@ extension LocalStateStore {
                     for table in ["item_record WHERE id", "version WHERE item_id", "local_chunk WHERE item_id"] {
                         try db.execute(sql: "DELETE FROM \(table) = ?", arguments: [write.id.string])
                     }
-                    try db.execute(sql: "DELETE FROM value WHERE key = ?", arguments: [Self.currentVersionKey(of: write.id)])
+                    try db.execute(
+                        sql: "DELETE FROM value WHERE key = ?", arguments: [Self.currentVersionKey(of: write.id)])
                 } else {
                     try Self.insert(write, in: db)
                 }
@@ -192,7 +195,8 @@ extension LocalStateStore {
 
     static func decode(_ row: Row) throws -> StoredItem {
         let item = try JSONDecoder().decode(LocalItem.self, from: Data((row["record"] as String).utf8))
-        let observation = try JSONDecoder().decode(ItemObservation.self, from: Data((row["observation"] as String).utf8))
+        let observation = try JSONDecoder().decode(
+            ItemObservation.self, from: Data((row["observation"] as String).utf8))
         return StoredItem(
             observation, uploadError: item.uploadError, downloadError: item.downloadError,
             hasUnresolvedConflicts: item.hasUnresolvedConflicts)

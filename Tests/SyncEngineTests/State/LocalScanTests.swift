@@ -117,7 +117,8 @@ struct LocalScanTests {
             let version = VersionID()
             let first = LocalItem(
                 id: ItemID(), path: try ItemPath("Documents/A.txt"), kind: .file,
-                identity: LocalFileIdentity(device: 1, inode: 2, size: 3, modified: 4, changed: 4), baseVersion: version,
+                identity: LocalFileIdentity(device: 1, inode: 2, size: 3, modified: 4, changed: 4),
+                baseVersion: version,
                 serverVersion: version, size: 3)
             let second = LocalItem(
                 id: ItemID(), path: try ItemPath("Documents/B.txt"), kind: .file, isPlaceholder: true)

@@ -24,6 +24,11 @@ struct MetadataQueryScopeTests {
             let theirWeek = desktop.documents.appendingPathComponent("Lists/Week.json")
             #expect(await eventually { (try? theirs.ubiquitousResourceValues())?.downloadingStatus == .current })
             #expect(await eventually { (try? theirWeek.ubiquitousResourceValues())?.downloadingStatus == .current })
+            // The laptop sends its items side by side: each is waited for, not only the last one written.
+            for name in ["Small.txt", "Large.txt"] {
+                let theirs = desktop.documents.appendingPathComponent(name)
+                #expect(await eventually { (try? theirs.ubiquitousResourceValues())?.downloadingStatus == .current })
+            }
 
             let everything = MetadataQuery(ubiquity: desktop.ubiquity)
             everything.searchScopes = [.ubiquitousDocuments, .ubiquitousData]
