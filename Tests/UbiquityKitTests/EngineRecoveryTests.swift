@@ -59,6 +59,26 @@ struct EngineRecoveryTests {
         }
     }
 
+    @Test("A request made while no engine runs waits for the next one, and is done by it")
+    func requestWaitsForTheNextEngine() async throws {
+        try await withTwoDevices(.external) { laptop, desktop, _ in
+            try Data("bread".utf8).write(to: desktop.documents.appendingPathComponent("Bread.txt"))
+            let bread = laptop.documents.appendingPathComponent("Bread.txt")
+            #expect(await eventually { (try? bread.ubiquitousResourceValues())?.downloadingStatus == .current })
+            try await FileManager.default.evictUbiquitousItem(at: bread)
+            #expect(!FileManager.default.fileExists(atPath: bread.path))
+
+            let first = try #require(laptop.engine)
+            #expect(await first.killAndWait(), "the engine died of SIGKILL")
+            // Asked for while no engine runs: the call waits instead of failing.
+            let download = Task { try await FileManager.default.startDownloadingUbiquitousItem(at: bread) }
+            let next = try Self.startEngine(for: laptop, log: "laptop-engine-2")
+            try await download.value
+            #expect(try String(contentsOf: bread, encoding: .utf8) == "bread", "\(next.outputTail())")
+            await next.stop(with: SIGTERM, timeout: 20)
+        }
+    }
+
     @Test("Under .automatic, the app embeds an engine of its own when the external one ends, and goes on syncing")
     func embedsItsOwn() async throws {
         try await withTwoDevices(.external) { laptop, desktop, _ in

@@ -115,6 +115,7 @@ public actor ContainerSync {
                 try await settle()
                 try await observeRemoteChanges()
                 try await settle()
+                try clearStalePartials()
                 try await syncKeyValues()
                 hub.send(.roundEnded(failure: nil))
             } catch {
@@ -145,6 +146,24 @@ public actor ContainerSync {
     /// Lets the container's engine lock go: another engine may open the container from now on. Call it once this
     /// engine is done (its rounds and its ``ContainerEngine`` ended); freeing the engine lets it go too.
     public nonisolated func releaseLock() { lock.release() }
+
+    /// Removes the partial downloads no operation will resume: of items gone or in step, of versions that are not
+    /// the item's current one any more (a download of the current one is resumed; one under way is left alone).
+    func clearStalePartials() throws {
+        let suffix = ".download" + Self.partialSuffix
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? []
+        where name.hasSuffix(suffix) && downloads[name] == nil {
+            let parts = name.dropLast(suffix.count).split(separator: ".")
+            let id = parts.first.flatMap { try? ItemID(String($0)) }
+            let version = parts.dropFirst().first.map(String.init)
+            if let id, let item = try state.record(id), !isInStep(item),
+                item.observation.remote?.version?.string == version
+            {
+                continue
+            }
+            try? FileManager.default.removeItem(at: layout.temporary.appendingPathComponent(name))
+        }
+    }
 
     /// Clears what a stopped engine left in `.ubiquity/tmp/` but partial downloads (resumed when next asked for).
     public func clearTemporaryFiles() {

@@ -12,8 +12,9 @@ final class ContainerSession: Sendable {
     /// Where the container lives.
     let layout: ContainerLayout
     /// How the engine is reached now (another one after an external engine ended: see ``reconnect()``).
-    var connection: EngineConnection { current.withLock { $0 } }
-    private let current: Mutex<EngineConnection>
+    var connection: EngineConnection { slot.current.connection }
+    /// The engine now, and the wait for the next one.
+    let slot: EngineSlot
     /// What the session was opened with: how to reach or start an engine again.
     let configuration: UbiquityConfiguration
     let profile: DeviceProfile
@@ -47,7 +48,7 @@ final class ContainerSession: Sendable {
         configuration: UbiquityConfiguration, profile: DeviceProfile
     ) {
         self.layout = layout
-        current = Mutex(connection)
+        slot = EngineSlot(connection)
         self.state = state
         self.configuration = configuration
         self.profile = profile
@@ -197,7 +198,7 @@ final class ContainerSession: Sendable {
     }
 
     /// Takes another connection (the old one's engine ended).
-    func replace(_ connection: EngineConnection) { current.withLock { $0 = connection } }
+    func replace(_ connection: EngineConnection) { slot.replace(connection) }
 
     /// Applies an engine event to the mirror, tells this process's presenters of version changes (an external
     /// engine told only its own process's), and hands it on.
@@ -227,8 +228,8 @@ final class ContainerSession: Sendable {
     /// Runs a sync round, then takes the engine's items again: the round's events reach the mirror on their own
     /// task, so this makes sure the caller sees what the round did. (Queries still learn of it from the events.)
     func synchronize() async throws {
-        try await connection.syncNow()
-        let (items, transfers) = try await connection.items()
+        try await withEngine { try await $0.syncNow() }
+        let (items, transfers) = try await withEngine { try await $0.items() }
         // Only adds and updates: an item the snapshot lacks may be one an event added just after it was taken;
         // removals come with their own events.
         mirror.withLock { mirror in
@@ -257,20 +258,20 @@ final class ContainerSession: Sendable {
 
     /// Downloads the item's current content; when this returns, the mirror has the item as the engine left it.
     func download(_ path: ItemPath) async throws {
-        try await connection.download(path)
+        try await withEngine { try await $0.download(path) }
         await refresh(path)
     }
 
     /// Drops the item's local content; when this returns, the mirror has the placeholder.
     func evict(_ path: ItemPath) async throws {
-        try await connection.evict(path)
+        try await withEngine { try await $0.evict(path) }
         await refresh(path)
     }
 
     /// Reads the item at `path` from the engine into the mirror, so a call that changed it reads its own write (the
     /// engine's event of the change may still be on its way).
     func refresh(_ path: ItemPath) async {
-        guard let item = try? await connection.item(at: path) else { return }
+        guard let item = try? await withEngine({ try await $0.item(at: path) }) else { return }
         mirror.withLock { $0.set(item) }
     }
 
@@ -293,6 +294,7 @@ final class ContainerSession: Sendable {
             return running.tasks
         }
         for task in running { task.cancel() }
+        slot.close()
         if case .external(let client) = connection { await client.close() }
         for task in running { await task.value }
         // The embedded engine has ended: its lock goes, so another engine (this process's next session of the

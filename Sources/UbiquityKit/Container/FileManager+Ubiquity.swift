@@ -110,7 +110,7 @@ extension FileManager {
     public func ubiquitousResourceValues(at url: URL) async throws -> UbiquitousItemResourceValues {
         let (ubiquity, container, path) = try Self.locate(url)
         let session = try await ubiquity.session(for: container)
-        if let item = try await Self.engineCall({ try await session.connection.item(at: path) }) {
+        if let item = try await Self.engineCall({ try await session.withEngine { try await $0.item(at: path) } }) {
             return UbiquitousItemResourceValues(
                 item: item, transfer: session.transfer(of: item.id), layout: session.layout)
         }

@@ -44,7 +44,7 @@ final class UbiquityContentProvider: DocumentContentProvider {
         guard let ubiquity else { throw UbiquityError(.engineUnavailable, "UbiquityKit was shut down") }
         let (container, path) = try ubiquity.locate(url)
         let session = try await ubiquity.session(for: container)
-        guard let item = try await session.connection.item(at: path) else {
+        guard let item = try await session.withEngine({ try await $0.item(at: path) }) else {
             throw DocumentError(.fileNotFound, "\(url.path) does not exist")
         }
         let events = session.events()

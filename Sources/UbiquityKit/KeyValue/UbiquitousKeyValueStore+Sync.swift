@@ -15,7 +15,9 @@ extension UbiquitousKeyValueStore {
             let container = ubiquity.container(identifier)
         {
             do {
-                try await ubiquity.session(for: container).connection.setKeyValues(puts, removing: removes)
+                try await ubiquity.session(for: container).withEngine {
+                    try await $0.setKeyValues(puts, removing: removes)
+                }
                 return
             } catch let error as ProtocolError where error.code != .engineUnavailable {
                 logger.warning("the engine refused a key-value write", metadata: ["error": "\(error)"])

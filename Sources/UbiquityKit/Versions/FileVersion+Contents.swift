@@ -24,6 +24,8 @@ extension FileVersion {
             try await FileManager.engineCall { try await session.download(path) }
             return url
         }
-        return try await FileManager.engineCall { try await session.connection.contents(of: id, at: path) }
+        return try await FileManager.engineCall {
+            try await session.withEngine { try await $0.contents(of: id, at: path) }
+        }
     }
 }
