@@ -53,7 +53,7 @@ extension FilePresenterRegistry {
                 if path == item || CoordinationPath.isAncestor(path, of: item) {
                     items.insert(id)
                 } else if CoordinationPath.isAncestor(item, of: path) {
-                    if entry.identity?.contentsHash != 0 || isPackagePath(item) {
+                    if entry.identity?.members != 0 || isPackagePath(item) {
                         items.insert(id)
                     } else if !event.name.isEmpty {
                         subitems[id, default: [:]][path, default: SubitemEvent()].mask |= event.mask
@@ -84,7 +84,7 @@ extension FilePresenterRegistry {
     /// Compares the item of `id` with its record; lock held.
     private func reconcileItem(_ id: ObjectIdentifier) -> Notice? {
         guard let entry = entries[id], let presenter = entry.presenter, let path = entry.path else { return nil }
-        if let now = ItemIdentity.of(path: path) {
+        if let now = FileIdentity.ofPresentedItem(atPath: path) {
             guard now != entry.identity else { return nil }
             setPath(path, of: id)
             return Notice(presenter: presenter) { presenter.presentedItemDidChange() }
@@ -96,7 +96,7 @@ extension FilePresenterRegistry {
                 // and is about to rename the new one in, then delete the old: not a move to follow. If the new
                 // item is already there, it is a change; if not, its rename (or, should the old item vanish with
                 // nothing in its place, the deletion) comes with a later batch. The record stays as it is.
-                guard let now = ItemIdentity.of(path: path), now != entry.identity else { return nil }
+                guard let now = FileIdentity.ofPresentedItem(atPath: path), now != entry.identity else { return nil }
                 setPath(path, of: id)
                 return Notice(presenter: presenter) { presenter.presentedItemDidChange() }
             }
@@ -123,7 +123,7 @@ extension FilePresenterRegistry {
         if Self.isSafeSaveTemporary(path) { return [] }
         let known = entries[id]?.subitems[path]
         let url = URL(fileURLWithPath: path)
-        if let now = ItemIdentity.of(path: path) {
+        if let now = FileIdentity.ofPresentedItem(atPath: path) {
             if known == .some(now) { return [] }
             entries[id]?.subitems[path] = .some(now)
             // A rename from an item the presenter knows is a move; from one it never heard of (the temporary file

@@ -10,7 +10,7 @@ import Foundation
 /// them about other processes' changes.
 ///
 /// Presenters are held weakly: one that is deallocated drops out (but should be removed explicitly, as on Apple's
-/// platforms). For each, the registry records the canonical path of its item, the item's ``ItemIdentity``, an
+/// platforms). For each, the registry records the canonical path of its item, the item's ``FileIdentity``, an
 /// `O_PATH` descriptor on the item (to find where it went when it is moved), and identities of subitems it was told
 /// about. Coordinated writes in this process update these records, so the watcher stays quiet about them.
 final class FilePresenterRegistry: @unchecked Sendable {
@@ -24,10 +24,10 @@ final class FilePresenterRegistry: @unchecked Sendable {
         weak var presenter: (any FilePresenter)?
         var order: Int
         var path: String?
-        var identity: ItemIdentity?
+        var identity: FileIdentity?
         var pathFD: Int32 = -1
         /// Subitem path → identity last announced (`.some(nil)`: announced as gone).
-        var subitems: [String: ItemIdentity?] = [:]
+        var subitems: [String: FileIdentity?] = [:]
     }
 
     /// A registered presenter and the canonical path of its item.
@@ -130,7 +130,7 @@ final class FilePresenterRegistry: @unchecked Sendable {
                 if let path = entries[id]?.path { setPath(path, of: id) }
             }
             for (id, subitem) in outcome.subitems where entries[id] != nil {
-                recordSubitem(subitem, identity: ItemIdentity.of(path: subitem), of: id)
+                recordSubitem(subitem, identity: FileIdentity.ofPresentedItem(atPath: subitem), of: id)
             }
             for key in keys {
                 activeWrites[key, default: 1] -= 1
@@ -158,7 +158,7 @@ final class FilePresenterRegistry: @unchecked Sendable {
 
     func setPath(_ path: String?, of id: ObjectIdentifier) {
         guard var entry = entries[id] else { return }
-        let identity = path.flatMap { ItemIdentity.of(path: $0) }
+        let identity = path.flatMap { FileIdentity.ofPresentedItem(atPath: $0) }
         if entry.path != path || entry.identity?.inode != identity?.inode
             || entry.identity?.device
                 != identity?.device
@@ -173,7 +173,7 @@ final class FilePresenterRegistry: @unchecked Sendable {
         entries[id] = entry
     }
 
-    func recordSubitem(_ subitem: String, identity: ItemIdentity?, of id: ObjectIdentifier) {
+    func recordSubitem(_ subitem: String, identity: FileIdentity?, of id: ObjectIdentifier) {
         if entries[id]?.subitems.count ?? 0 > 10_000 { entries[id]?.subitems = [:] }
         entries[id]?.subitems[subitem] = .some(identity)
     }

@@ -67,7 +67,7 @@ extension Document {
             throw error
         }
         if url.standardizedFileURL != fileURL {
-            diskIdentity = DiskIdentity.of(fileURL)
+            diskIdentity = FileIdentity.of(path: fileURL.path, members: true)
             fileModificationDate = diskIdentity?.modificationDate
         }
         changeTracking.apply(.cleared)

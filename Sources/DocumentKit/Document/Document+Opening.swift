@@ -39,7 +39,7 @@ extension Document {
                 throw DocumentError(.readFailed, "could not load \(url.path)", underlying: error)
             }
         }
-        diskIdentity = read.identity ?? DiskIdentity.of(url)
+        diskIdentity = read.identity ?? FileIdentity.of(path: url.path, members: true)
         fileModificationDate = diskIdentity?.modificationDate
         return true
     }
@@ -47,8 +47,10 @@ extension Document {
     /// The default ``read(from:)``: a coordinated read, whose contents go to ``load(fromContents:ofType:)`` on the
     /// main actor — handed back to the awaiting open or revert, or, when called from elsewhere, through the main queue.
     nonisolated func readWithCoordination(from url: URL) throws {
-        var identity: DiskIdentity?
-        let contents = try Self.readContents(at: url, presenter: self) { identity = DiskIdentity.of($0) }
+        var identity: FileIdentity?
+        let contents = try Self.readContents(at: url, presenter: self) {
+            identity = FileIdentity.of(path: $0.path, members: true)
+        }
         let typeName = typeRegistry.type(forFileAt: url, isDirectory: contents is FileWrapper).identifier
         if let read = ReadHandOff.current {
             read.contents = HandOff(value: contents)
@@ -109,5 +111,5 @@ final class ReadHandOff: @unchecked Sendable {
     @TaskLocal static var current: ReadHandOff?
     var contents: HandOff<Any>?
     var typeName: String?
-    var identity: DiskIdentity?
+    var identity: FileIdentity?
 }

@@ -134,7 +134,7 @@ extension Document {
         do {
             try await inFileAccessTurn {
                 guard !documentState.contains(.closed), !hasUnsavedChanges else { return }
-                guard let onDisk = DiskIdentity.of(fileURL) else { return }
+                guard let onDisk = FileIdentity.of(path: fileURL.path, members: true) else { return }
                 guard knownChanged || onDisk != diskIdentity else { return }
                 try await performRevert(to: fileURL, onlyIfClean: true)
             }

@@ -88,7 +88,7 @@ extension Document {
             fileURL = url
             presentedURL.withLock { $0 = url }
         }
-        diskIdentity = report.identity ?? DiskIdentity.of(url)
+        diskIdentity = report.identity ?? FileIdentity.of(path: url.path, members: true)
         fileModificationDate = diskIdentity?.modificationDate
         updateChangeCount(withToken: token, for: saveOperation)
         if documentState.contains(.closed) && saveOperation == .forCreating {
@@ -148,7 +148,7 @@ extension Document {
             if let wrapper = contents as? FileWrapper, let writtenAt {
                 wrapper.settleOrigins(movedFrom: writtenAt, to: url)
             }
-            SaveReport.current?.identity = DiskIdentity.of(url)
+            SaveReport.current?.identity = FileIdentity.of(path: url.path, members: true)
         }
     }
 
@@ -185,7 +185,7 @@ final class SaveReport: @unchecked Sendable {
     // orders the two.
     @TaskLocal static var current: SaveReport?
     var isDurable = false
-    var identity: DiskIdentity?
+    var identity: FileIdentity?
 }
 
 extension Document {

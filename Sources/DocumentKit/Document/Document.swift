@@ -78,8 +78,8 @@ open class Document: FilePresenter {
     var stateContinuations: [UUID: AsyncStream<State>.Continuation] = [:]
     var unresolvedConflictVersions: Set<String> = []
     var isPresenting = false
-    /// The identity of the item as of the last open, save or revert (see ``DiskIdentity``).
-    var diskIdentity: DiskIdentity?
+    /// The identity of the item as of the last open, save or revert (see ``FileIdentity``).
+    var diskIdentity: FileIdentity?
     var autosaveFailures = 0
     /// Set when another writer deleted the file: saves to it are dropped from then on.
     var wasDeleted = false

@@ -52,7 +52,7 @@ extension FileWrapper {
     static func settledOrigin(of written: FileOrigin) -> FileOrigin? {
         let recordedAt = POSIX.now()
         guard let current = FileIdentity.ofRegularFile(atPath: written.url.path),
-            current.hasSameContents(as: written.identity)
+            current.isUnchanged(since: written.identity)
         else { return nil }
         return FileOrigin(url: written.url, identity: current, recordedAt: recordedAt)
     }
@@ -179,7 +179,7 @@ extension FileWrapper {
             guard link(source.path, location.path) == 0 else { return nil }
             let recordedAt = POSIX.now()
             guard let linked = FileIdentity.ofRegularFile(atPath: location.path),
-                linked.hasSameContents(as: origin.identity)
+                linked.isUnchanged(since: origin.identity)
             else {
                 unlink(location.path)
                 return nil
