@@ -52,7 +52,7 @@ final class ChangeRecorder {
     }
 }
 
-@Suite("UbiquitousKeyValueStore", .serialized, .timeLimit(.minutes(5)))
+@Suite("UbiquitousKeyValueStore", .timeLimit(.minutes(5)))
 struct KeyValueStoreTests {
     @Test(
         "A write on the laptop reaches the desktop's store with a server change naming its keys; every type round-trips",

@@ -6,7 +6,7 @@ import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
 
-@Suite("MetadataQuery updates", .serialized, .timeLimit(.minutes(5)))
+@Suite("MetadataQuery updates", .timeLimit(.minutes(5)))
 struct MetadataQueryUpdateTests {
     /// Writes `names` into the laptop's Documents/ and waits until the desktop has them.
     static func land(_ names: [String], on laptop: TestDevice, seenBy desktop: TestDevice) async throws {

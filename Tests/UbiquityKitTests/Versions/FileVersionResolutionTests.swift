@@ -7,7 +7,7 @@ import UbiquityProtocol
 import UbiquityTestSupport
 
 @Suite(
-    "FileVersion: resolving a conflict on one device resolves it on every device", .serialized, .timeLimit(.minutes(5)))
+    "FileVersion: resolving a conflict on one device resolves it on every device", .timeLimit(.minutes(5)))
 struct FileVersionResolutionTests {
     @Test(
         "Keeping the current version (the seeds' steps: mark each conflict resolved, remove the other versions): at once on the laptop, then on the desktop; told once to presenters",
