@@ -48,10 +48,10 @@ public actor ContainerSync {
     public nonisolated let configuration: Configuration
     /// The container's engine lock, held from ``init`` until ``releaseLock()``.
     nonisolated let lock: EngineLock
-    let state: LocalStateStore
+    nonisolated let state: LocalStateStore
     let scanner: LocalScanner
     let logger: Logger
-    let hub = SyncEventHub()
+    nonisolated let hub = SyncEventHub()
     /// Uploads and downloads under way, by item.
     var transfers: [ItemID: ItemTransfer] = [:]
     /// Downloads under way, by the name of their partial file: a second request for the same content waits for the

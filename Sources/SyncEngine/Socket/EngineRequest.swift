@@ -14,6 +14,7 @@ import UbiquityProtocol
 /// {"id":9,"op":"contents","path":"Documents/List.grocery","version":"6f1c…"}
 /// {"id":12,"op":"otherVersions","path":"Documents/List.grocery"}
 /// {"id":13,"op":"changeVersions","path":"Documents/List.grocery","operations":[{"remove":{"_0":"6f1c…"}}]}
+/// {"id":14,"op":"changeVersionsNow","path":"Documents/List.grocery","item":"58df…","change":{"remove":{"_0":"6f1c…"}}}
 /// {"id":10,"op":"keyValues"}
 /// {"id":11,"op":"setKeyValues","puts":{"sortOrder":{"type":"string","value":"name"}},"removes":["old"]}
 /// {"id":7,"op":"syncNow"}
@@ -48,6 +49,9 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         case otherVersions(ItemPath)
         /// Change the item's versions one step at a time (``ContainerSync/changeVersions(of:_:)``).
         case changeVersions(ItemPath, [VersionOperation])
+        /// Change the item's versions here at once and queue the same for the service
+        /// (``ContainerSync/changeVersionsNow(of:item:_:)``).
+        case changeVersionsNow(ItemPath, item: ItemID, VersionChange)
         /// Write values and remove keys of the key-value store (``ContainerSync/setKeyValues(_:removing:)``).
         case setKeyValues([String: PropertyListValue], removing: Set<String>)
         /// Run a sync round now and answer when it is over (``ContainerSync/syncOnce()``).
@@ -68,7 +72,7 @@ public struct EngineRequest: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, op, path, keep, version, puts, removes, operations
+        case id, op, path, keep, version, puts, removes, operations, item, change
     }
 
     /// Decodes a request.
@@ -93,6 +97,10 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         case "changeVersions":
             operation = .changeVersions(
                 try path(), try container.decode([VersionOperation].self, forKey: .operations))
+        case "changeVersionsNow":
+            operation = .changeVersionsNow(
+                try path(), item: try container.decode(ItemID.self, forKey: .item),
+                try container.decode(VersionChange.self, forKey: .change))
         case "keyValues": operation = .keyValues
         case "setKeyValues":
             operation = .setKeyValues(
@@ -125,6 +133,10 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         case .changeVersions(let path, let operations):
             try container.encode(path, forKey: .path)
             try container.encode(operations, forKey: .operations)
+        case .changeVersionsNow(let path, let item, let change):
+            try container.encode(path, forKey: .path)
+            try container.encode(item, forKey: .item)
+            try container.encode(change, forKey: .change)
         }
     }
 }
@@ -142,6 +154,7 @@ extension EngineRequest.Operation {
         case .contents: "contents"
         case .otherVersions: "otherVersions"
         case .changeVersions: "changeVersions"
+        case .changeVersionsNow: "changeVersionsNow"
         case .keyValues: "keyValues"
         case .setKeyValues: "setKeyValues"
         case .syncNow: "syncNow"

@@ -43,6 +43,8 @@ extension EngineSocketServer {
                     current: try await sync.item(at: path)?.serverVersion, try await sync.otherVersions(of: path))
             case .changeVersions(let path, let operations):
                 try await sync.changeVersions(of: path, operations)
+            case .changeVersionsNow(let path, let item, let change):
+                try sync.changeVersionsNow(of: path, item: item, change)
             case .keyValues:
                 return .keyValues(try await sync.keyValues())
             case .setKeyValues(let puts, let removes):

@@ -47,7 +47,7 @@ extension LocalStateStore {
     ///   ``ProtocolError/Code/unknownVersion`` for an operation on a version that is not one of the other versions
     ///   (for ``VersionOperation/markResolved(_:)``: not a conflict version). Nothing changes then.
     @discardableResult
-    public func changeVersionsLocally(
+    func changeVersionsLocally(
         ofItemAt path: ItemPath, _ decide: (LocalVersionState) throws -> [VersionOperation]
     ) throws -> (before: LocalVersionState, after: LocalVersionState) {
         try pool.write { db in

@@ -15,7 +15,7 @@ extension FileVersion {
             throw UbiquityError(
                 .failed, "the current version of \(itemURL.path) cannot be removed; replace it with another first")
         }
-        try VersionedItem.locate(itemURL).change(of: itemID) { [id] _ in [.remove(id)] }
+        try VersionedItem.locate(itemURL).change(of: itemID, .remove(id))
     }
 
     /// Removes every version of the item at `url` but the current one — conflict versions (which counts as resolving
@@ -29,8 +29,6 @@ extension FileVersion {
         guard let state = try item.versions() else {
             throw UbiquityError(.itemNotFound, "no item at \(url.path)")
         }
-        try item.change(of: state.item.id) { state in
-            (state.others.map(\.id) + state.replaced).map { .remove($0) }
-        }
+        try item.change(of: state.item.id, .removeOthers)
     }
 }

@@ -71,7 +71,7 @@ extension FileVersion {
         let (source, id, itemID) = (url, id, itemID)
         let aside = item.session.layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
         try FileCoordinator(filePresenter: nil).coordinate(writingItemAt: itemURL, options: .forReplacing) { target in
-            try item.change(of: itemID) { _ in [.replaceCurrent(id)] }
+            try item.change(of: itemID, .replaceCurrent(id))
             do {
                 try Self.put(source, at: target, movingAsideTo: aside)
             } catch {

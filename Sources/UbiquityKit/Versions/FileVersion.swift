@@ -123,9 +123,7 @@ public final class FileVersion: Sendable, CustomStringConvertible {
     ///   more); ``UbiquityError/Code/itemNotFound``.
     func markResolved() throws {
         let item = try VersionedItem.locate(itemURL)
-        try item.change(of: itemID) { [id] state in
-            state.others.contains { $0.id == id } ? [.markResolved(id)] : []
-        }
+        try item.change(of: itemID, .markResolved(id))
         resolved.withLock { $0 = true }
     }
 }

@@ -5,7 +5,7 @@ import UbiquityProtocol
 
 /// The item a ``FileVersion`` call is about: the open session of its container and its path. Reads come from the
 /// engine's state database (a quick local read, the same from this process whether the engine runs here or in
-/// another process); changes are made there too and queued for the service.
+/// another process); changes go through the engine, which alone writes that database.
 struct VersionedItem: Sendable {
     let session: ContainerSession
     let path: ItemPath
@@ -43,61 +43,21 @@ struct VersionedItem: Sendable {
             .appendingPathComponent(version.string, isDirectory: true)
     }
 
-    /// Changes the item's versions here at once and queues the same operations for the service (see
-    /// `LocalStateStore.changeVersionsLocally`), then tells this process's presenters and listeners what changed —
-    /// the engine, finding its records already so when it next hears the item, tells nobody again — and asks the
-    /// engine for a round to send them.
-    ///
-    /// One case is left: an engine round that was already reading the item from the service when the change was
-    /// made writes back the versions as the service had them before it. Reads here still show the change (it stays
-    /// queued until the service has it, and queued changes are read over the records), but presenters may hear of
-    /// the versions again: a removed conflict version gained, then resolved and lost once the service's answer with
-    /// the change comes. Steps made one after the other, as the seeds make them, reach the service in one round and
-    /// are not split so; closing this case for good is for the engine, which would read the queue over the service's
-    /// answer before comparing.
+    /// Changes the item's versions through its engine — in this process, or over the socket of another process's —
+    /// which changes its records at once (reads here see the change when this returns), queues the same for the
+    /// service, asks for a round to send it, and tells presenters and listeners what changed.
     /// - Parameters:
     ///   - item: The item the caller means; a different item now at the path is not changed.
-    ///   - decide: The operations, given the versions inside the transaction.
-    /// - Returns: Whether anything changed.
-    @discardableResult
-    func change(of item: ItemID, _ decide: (LocalVersionState) throws -> [VersionOperation]) throws -> Bool {
-        let (before, after) = try Self.call {
-            try session.state.changeVersionsLocally(ofItemAt: path) { state in
-                guard state.item.id == item else {
-                    throw UbiquityError(.itemNotFound, "the item at \(url.path) is another one now")
-                }
-                return try decide(state)
+    ///   - change: The change.
+    func change(of item: ItemID, _ change: VersionChange) throws {
+        let (path, layout) = (path, session.layout)
+        try Self.call {
+            switch session.connection {
+            case .embedded(let sync): try sync.changeVersionsNow(of: path, item: item, change)
+            case .external:
+                _ = try EngineSocketClient.request(.changeVersionsNow(path, item: item, change), at: layout)
             }
         }
-        guard before != after else { return false }
-        for event in Self.events(from: before, to: after) {
-            if case .versionLost(let id, _, let version) = event {
-                try? FileManager.default.removeItem(at: folder(of: version.id, of: id))
-            }
-            session.receive(event, announcing: true)
-        }
-        let connection = session.connection
-        // The engine sends the queue at the start of its next round; this asks for that round now instead of at its
-        // next poll. Offline the round fails and the engine's own retries send the queue once the service is back.
-        Task { try? await connection.syncNow() }
-        return true
-    }
-
-    /// What a local change tells presenters and listeners, by the rules the engine uses when it hears versions from
-    /// the service: a conflict version marked resolved or gone while unresolved is resolved; a version gone is lost
-    /// (but one made current is not lost); then the item's new record.
-    static func events(from before: LocalVersionState, to after: LocalVersionState) -> [SyncEvent] {
-        let (id, path) = (after.item.id, after.item.path)
-        let remaining = Dictionary(after.others.map { ($0.id, $0) }) { first, _ in first }
-        var events: [SyncEvent] = []
-        for old in before.others where old.isConflict && !old.isResolved && remaining[old.id]?.isResolved != false {
-            events.append(.versionResolved(id, path, remaining[old.id] ?? old))
-        }
-        for old in before.others where remaining[old.id] == nil && old.id != after.item.serverVersion {
-            events.append(.versionLost(id, path, old))
-        }
-        events.append(.itemChanged(after.item))
-        return events
     }
 
     /// Runs a call on the state database, turning the engine's errors into ``UbiquityError``s.
@@ -110,6 +70,7 @@ struct VersionedItem: Sendable {
             switch error.code {
             case .itemNotFound: throw UbiquityError(.itemNotFound, error.message)
             case .unknownVersion: throw UbiquityError(.unknownVersion, error.message)
+            case .engineUnavailable: throw UbiquityError(.engineUnavailable, error.message)
             default: throw UbiquityError(.failed, "\(error.code.rawValue): \(error.message)")
             }
         } catch {

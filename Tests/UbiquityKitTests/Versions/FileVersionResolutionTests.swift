@@ -6,9 +6,47 @@ import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite(
     "FileVersion: resolving a conflict on one device resolves it on every device", .timeLimit(.minutes(5)))
 struct FileVersionResolutionTests {
+    @Test(
+        "Version changes go through the engine: with the other process's engine stopped one is refused and changes nothing; with it back it is done at once"
+    )
+    @MainActor
+    func changesGoThroughTheEngine() async throws {
+        try await withConflict(.external) { conflict in
+            let onLaptop = conflict.onLaptop
+            let conflicts = try #require(FileVersion.unresolvedConflictVersionsOfItem(at: onLaptop))
+            let loser = try #require(conflicts.first)
+            let others = FileVersion.otherVersionsOfItem(at: onLaptop)?.map(\.persistentIdentifier)
+
+            let engine = try #require(conflict.laptop.engine)
+            #expect(await engine.killAndWait(), "the engine died of SIGKILL")
+            // Nothing but the engine writes its records: without one, the change is refused, not made behind it.
+            #expect { try loser.remove() } throws: { ($0 as? UbiquityError)?.code == .engineUnavailable }
+            #expect(FileVersion.otherVersionsOfItem(at: onLaptop)?.map(\.persistentIdentifier) == others)
+            #expect(try Conflict.queued(on: conflict.laptop) == 0, "nothing queued for the service either")
+
+            let next = try EngineRecoveryTests.startEngine(for: conflict.laptop, log: "laptop-engine-2")
+            #expect(
+                await eventually {
+                    do {
+                        try loser.remove()
+                        return true
+                    } catch {
+                        return false
+                    }
+                }, "\(next.outputTail())")
+            #expect(FileVersion.version(itemAt: onLaptop, forPersistentIdentifier: loser.persistentIdentifier) == nil)
+            #expect(await eventually { (try? Conflict.queued(on: conflict.laptop)) == 0 }, "sent by the engine")
+            await next.stop(with: SIGTERM, timeout: 20)
+        }
+    }
+
     @Test(
         "Keeping the current version (the seeds' steps: mark each conflict resolved, remove the other versions): at once on the laptop, then on the desktop; told once to presenters",
         arguments: EngineMode.allCases)
