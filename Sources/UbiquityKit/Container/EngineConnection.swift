@@ -82,14 +82,6 @@ enum EngineConnection: Sendable {
         }
     }
 
-    /// Changes the item's versions one step at a time.
-    func changeVersions(of path: ItemPath, _ operations: [VersionOperation]) async throws {
-        switch self {
-        case .embedded(let sync): try await sync.changeVersions(of: path, operations)
-        case .external(let client): try await client.changeVersions(of: path, operations)
-        }
-    }
-
     /// The key-value store as the device sees it.
     func keyValues() async throws -> [String: PropertyListValue] {
         switch self {

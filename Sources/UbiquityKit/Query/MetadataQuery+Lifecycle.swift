@@ -36,6 +36,10 @@ extension MetadataQuery {
         state.withLock { $0.machine.disableUpdates() }
     }
 
+    /// How many items' changes the query heard and has not told yet (held by ``disableUpdates()``, or waiting for
+    /// their batch): a test's way to know the query heard of a change before it goes on.
+    var untoldChangeCount: Int { state.withLock { $0.machine.pendingCount } }
+
     /// Matches a ``disableUpdates()``; once all are, the changes held meanwhile go out at once, in one did-update.
     public func enableUpdates() {
         let drain = state.withLock { state in

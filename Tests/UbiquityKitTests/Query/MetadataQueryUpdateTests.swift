@@ -2,9 +2,10 @@ import Foundation
 import SyncEngine
 import Synchronization
 import Testing
-import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
+
+@testable import UbiquityKit
 
 @Suite("MetadataQuery updates", .timeLimit(.minutes(5)))
 struct MetadataQueryUpdateTests {
@@ -24,6 +25,11 @@ struct MetadataQueryUpdateTests {
         try await withTwoDevices(mode) { laptop, desktop, _ in
             try await Self.land(["Kept.txt", "Gone.txt"], on: laptop, seenBy: desktop)
             let query = MetadataQuery(ubiquity: desktop.ubiquity)
+            // Notifications are posted on a queue the test can wait on: whatever enableUpdates() releases is
+            // delivered there, so once it is idle, what was not told was held.
+            let deliveries = OperationQueue()
+            deliveries.maxConcurrentOperationCount = 1
+            query.operationQueue = deliveries
             let recorder = QueryRecorder(query)
             query.start()
             #expect(await eventually { recorder.told("finish") })
@@ -35,18 +41,19 @@ struct MetadataQueryUpdateTests {
             // Removed after the new files are written, so that neither reuses its inode (which the engine would take
             // for a rename).
             try FileManager.default.removeItem(at: laptop.documents.appendingPathComponent("Gone.txt"))
-            // Gone from the desktop's view of the engine (not only from its disk, which an engine in another process
-            // changes before its event arrives here): the query has been told, and holds the change.
+            // Gone from the desktop's view of the engine, and the query heard all three changes: it holds them.
             let gone = desktop.documents.appendingPathComponent("Gone.txt")
             #expect(await eventually { (try? gone.ubiquitousResourceValues()) == nil })
+            #expect(await eventually { query.untoldChangeCount == 3 }, "One.txt, Two.txt added; Gone.txt removed")
             #expect(recorder.updates.isEmpty)
             #expect(query.results.map(\.fileName) == ["Gone.txt", "Kept.txt"])
             query.enableUpdates()
-            try await Task.sleep(for: .milliseconds(200))
-            #expect(recorder.updates.isEmpty)
+            // The queue is serial: an operation added now runs after anything enableUpdates() put there.
+            await withCheckedContinuation { done in deliveries.addOperation { done.resume() } }
+            #expect(recorder.updates.isEmpty, "one disableUpdates() is still unmatched: the changes stay held")
             query.enableUpdates()
             #expect(await eventually { query.results.map(\.fileName) == ["Kept.txt", "One.txt", "Two.txt"] })
-            #expect(await eventually { recorder.updates.count == 1 })
+            #expect(await eventually { recorder.updates.count == 1 }, "\(recorder.updates)")
             let update = try #require(recorder.updates.first)
             #expect(update.added == ["One.txt", "Two.txt"] && update.removed == ["Gone.txt"], "\(update)")
             #expect(recorder.disagreements.withLock { $0 }.isEmpty)

@@ -158,8 +158,9 @@ func withConflict(_ mode: EngineMode, _ body: (Conflict) async throws -> Void) a
             await service.stop()
             laptopDocument.rename(Conflict.laptopEdit)
             #expect(await laptopDocument.save(to: onLaptop, for: .forOverwriting))
-            // Not a timing assertion: the later modification date is what makes the desktop's version the winner.
-            try await Task.sleep(for: .milliseconds(100))
+            // The later modification date makes the desktop's version the winner: its save waits until the file
+            // system's clock has moved past the laptop's.
+            try await waitForFileClock(after: onLaptop, probe: desktop.root.appendingPathComponent("clock-probe"))
             desktopDocument.rename(Conflict.desktopEdit)
             #expect(await desktopDocument.save(to: onDesktop, for: .forOverwriting))
             try await service.start()
@@ -181,4 +182,17 @@ func withConflict(_ mode: EngineMode, _ body: (Conflict) async throws -> Void) a
         await conflict.close()
         await service.stop()
     }
+}
+
+/// Returns once a file written now is dated later than the file at `url`: file times come from the file system's
+/// coarse clock, so a save made just after another may carry the same time.
+func waitForFileClock(after url: URL, probe: URL) async throws {
+    let date = { (url: URL) in try url.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate }
+    let mark = try #require(try date(url))
+    while true {
+        try Data().write(to: probe)
+        if let now = try date(probe), now > mark { break }
+        await Task.yield()
+    }
+    try? FileManager.default.removeItem(at: probe)
 }
