@@ -153,7 +153,7 @@ let package = Package(
         ),
         .testTarget(
             name: "DocumentKitTests",
-            dependencies: ["ChildProcess", "DocumentKit", "document-test-helper", "ubiquity"]
+            dependencies: ["ChildProcess", "DocumentKit", "document-test-helper", "ubiquity", "UbiquityTestSupport"]
         ),
         .testTarget(name: "UbiquityProtocolTests", dependencies: ["UbiquityProtocol"]),
         // Vectors/ holds the chunker's test vectors and the Python reference that made them; the tests read them.

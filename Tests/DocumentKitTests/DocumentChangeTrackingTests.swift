@@ -1,6 +1,7 @@
 import DocumentKit
 import Foundation
 import Testing
+import UbiquityTestSupport
 
 @Suite("Document change tracking")
 @MainActor
@@ -32,6 +33,28 @@ struct DocumentChangeTrackingTests {
         #expect(await document.autosave())
         #expect(try String(contentsOf: url, encoding: .utf8) == "v3")
         #expect(!document.hasUnsavedChanges)
+        await document.close()
+    }
+
+    @Test("an edit is autosaved once the delay has passed on the document's clock, and not before")
+    func autosaveWaitsOnItsClock() async throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("note.txt")
+        let document = NoteDocument(fileURL: url)
+        let clock = ManualClock()
+        document.clock = clock
+        document.autosaveDelay = .seconds(30)
+        document.text = "v1"
+        #expect(await document.save(to: url, for: .forCreating))
+
+        document.edit("v2")
+        await clock.waitForSleepers(1)  // the autosave timer is set
+        clock.advance(by: .seconds(29))
+        #expect(document.hasUnsavedChanges, "29 of 30 seconds: not yet")
+        #expect(try String(contentsOf: url, encoding: .utf8) == "v1")
+        clock.advance(by: .seconds(1))
+        await waitUntil("the edit is autosaved") { !document.hasUnsavedChanges }
+        #expect(try String(contentsOf: url, encoding: .utf8) == "v2")
         await document.close()
     }
 

@@ -10,8 +10,9 @@ extension Document {
         let backoff = min(1 << min(autosaveFailures, 16), 60)
         let delay = autosaveFailures == 0 ? autosaveDelay : max(autosaveDelay, .seconds(backoff))
         // The autosave timer: one pending at a time, cancelled on close; it must outlive the edit that started it.
+        let clock = clock
         autosaveTask = Task { [weak self] in
-            try? await Task.sleep(for: delay)
+            try? await clock.sleep(for: delay)
             guard !Task.isCancelled, let self else { return }
             self.autosaveTask = nil
             guard self.hasUnsavedChanges, !self.documentState.contains(.closed) else { return }

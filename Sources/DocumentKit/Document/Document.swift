@@ -61,6 +61,8 @@ open class Document: FilePresenter {
 
     /// How long after the first unsaved change the document saves itself. Default: one second.
     public var autosaveDelay: Duration = .seconds(1)
+    /// The clock autosaves wait on (the continuous clock; a test hands in one it moves itself).
+    public var clock: any Clock<Duration> = ContinuousClock()
 
     /// The registry that maps the file's extension to its type.
     public let typeRegistry: DocumentTypeRegistry

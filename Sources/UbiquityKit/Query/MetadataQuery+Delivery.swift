@@ -26,8 +26,9 @@ extension MetadataQuery {
             return state.post(.flush(generation: generation))
         case .flushAfter(let interval):
             // The batching interval's timer: changes heard until it ends go out together.
+            let clock = state.clock
             Task { [weak self] in
-                try? await Task.sleep(for: interval)
+                try? await clock.sleep(for: interval)
                 self?.post(.flush(generation: generation))
             }
             return false

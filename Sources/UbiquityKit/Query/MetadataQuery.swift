@@ -26,6 +26,7 @@ public final class MetadataQuery: Sendable {
         var predicate: Predicate<MetadataItem>?
         var sortDescriptors: [SortDescriptor<MetadataItem>] = []
         var batchingInterval: TimeInterval = 0
+        var clock: any Clock<Duration> = ContinuousClock()
         var operationQueue: OperationQueue?
         var machine = QueryStateMachine()
         /// The current run: gathering, then following the engines.
@@ -85,6 +86,12 @@ public final class MetadataQuery: Sendable {
 
     /// How long, in seconds, changes are gathered into one did-update (default 0: each is told as it comes). The
     /// first change after a quiet spell starts the interval; everything heard until it ends is told together.
+    /// The clock the batching interval is measured on (the continuous clock; a test hands in one it moves itself).
+    public var clock: any Clock<Duration> {
+        get { state.withLock { $0.clock } }
+        set { state.withLock { $0.clock = newValue } }
+    }
+
     public var notificationBatchingInterval: TimeInterval {
         get { state.withLock { $0.batchingInterval } }
         set {
