@@ -70,7 +70,7 @@ extension ContainerSync {
         if FileManager.default.fileExists(atPath: copy.path) { return copy }
         var version = try state.otherVersions(of: item.id).first { $0.id == versionID }
         if version == nil {
-            version = try await client.item(item.id, in: container).versions.first { $0.id == versionID }
+            version = try await service.item(item.id, in: container).versions.first { $0.id == versionID }
         }
         guard let version else {
             throw ProtocolError(.unknownVersion, "\(versionID) is not a version of \(path)")
@@ -173,7 +173,7 @@ extension ContainerSync {
             offsets.append(position)
             position += chunk.size
         }
-        let (client, container, state, folder) = (client, container, state, layout.folder)
+        let (service, container, state, folder) = (service, container, state, layout.folder)
         let window = Self.transferWindow
         let prefix = whole
         let hasher = try await withThrowingTaskGroup(of: (Int, Data).self) { group in
@@ -192,7 +192,7 @@ extension ContainerSync {
                         (
                             number,
                             try await Self.fetch(
-                                chunk, client: client, container: container, state: state, folder: folder)
+                                chunk, service: service, container: container, state: state, folder: folder)
                         )
                     }
                     continue
@@ -215,12 +215,12 @@ extension ContainerSync {
 
     /// The bytes of one chunk, checked against its hash: from a local file that has it, else from the service.
     private static func fetch(
-        _ chunk: ChunkReference, client: ServiceClient, container: ContainerID, state: LocalStateStore, folder: URL
+        _ chunk: ChunkReference, service: any SyncService, container: ContainerID, state: LocalStateStore, folder: URL
     ) async throws -> Data {
         if let bytes = try localCopy(of: chunk, state: state, folder: folder) { return bytes }
         var bytes = Data()
         bytes.reserveCapacity(Int(chunk.size))
-        try await client.downloadChunk(chunk.hash, in: container) { piece in
+        try await service.downloadChunk(chunk.hash, in: container) { piece in
             bytes.append(contentsOf: piece.readableBytesView)
         }
         guard (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash else {

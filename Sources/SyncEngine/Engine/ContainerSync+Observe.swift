@@ -87,7 +87,7 @@ extension ContainerSync {
         while true {
             let page: ChangePage
             do {
-                page = try await client.changes(in: container, since: token, limit: 500)
+                page = try await service.changes(in: container, since: token, limit: 500)
             } catch let error as ProtocolError where error.code == .changeTokenExpired {
                 token = nil  // the feed was reset: read it again from the start; observing is idempotent
                 continue
@@ -96,7 +96,7 @@ extension ContainerSync {
             for change in page.changes where !touched.contains(change.itemID) { touched.append(change.itemID) }
             for id in touched {
                 // Asked in the item's lane: an answer older than an operation's outcome never overwrites it.
-                try await inLane(id) { try observe(try await client.item(id, in: container)) }
+                try await inLane(id) { try observe(try await service.item(id, in: container)) }
             }
             token = page.nextToken
             try state.setValue(page.nextToken.string, forKey: Self.feedTokenKey)

@@ -23,7 +23,7 @@ extension ContainerSync {
             try store(item)
 
         case .createRemote(let id, let path, let kind):
-            let answer = try await client.createItem(CreateItemRequest(id: id, path: path, kind: kind), in: container)
+            let answer = try await service.createItem(CreateItemRequest(id: id, path: path, kind: kind), in: container)
             item.observation.recordCreated(Self.view(of: answer.item, content: nil))
             item.uploadError = nil
             try store(item)
@@ -32,7 +32,7 @@ extension ContainerSync {
             try await upload(&item, basedOn: basedOn)
 
         case .moveRemote(let id, let path):
-            let answer = try await client.moveItem(id, to: path, in: container)
+            let answer = try await service.moveItem(id, to: path, in: container)
             item.observation.recordMovedRemote(Self.view(of: answer.item, content: item.observation.remote))
             item.uploadError = nil
             try store(item)
@@ -45,11 +45,11 @@ extension ContainerSync {
                 throw LocalCopyChanged()
             }
             do {
-                _ = try await client.deleteItem(id, basedOn: basedOn, in: container)
+                _ = try await service.deleteItem(id, basedOn: basedOn, in: container)
                 try commit([RecordWrite(removing: id)])
             } catch let error as ProtocolError where error.code == .staleDelete {
                 // Edited elsewhere meanwhile: the edit wins; the item comes back with the service's version.
-                let detail = try await client.item(id, in: container)
+                let detail = try await service.item(id, in: container)
                 item.observation.recordStaleDelete(Self.view(of: detail))
                 try store(item)
                 try observe(detail)
@@ -164,7 +164,7 @@ extension ContainerSync {
         let knownCurrent = item.observation.remote?.version
         try await uploadChunks(of: content, for: item.item)
         let version = makeVersion(of: item.id, content, identity, basedOn: basedOn)
-        let answer = try await client.commit(version, in: container)
+        let answer = try await service.commit(version, in: container)
         let committed = answer.version ?? version
         let view: RemoteView
         if answer.item.currentVersion == committed.id || answer.outcome != .conflict {
@@ -185,14 +185,14 @@ extension ContainerSync {
             // Kept as a conflict version (the service's current version comes down over the local copy next), or
             // made current over a version this device never had (which the service keeps as a conflict version):
             // the item's versions are heard at once.
-            try observe(try await client.item(item.id, in: container))
+            try observe(try await service.item(item.id, in: container))
         }
     }
 
     /// The record of `version` of item `id`: as last heard, or asked of the service.
     func versionRecord(_ version: VersionID, of id: ItemID) async throws -> VersionRecord {
         if let record = try state.currentVersionRecord(of: id), record.id == version { return record }
-        let detail = try await client.item(id, in: container)
+        let detail = try await service.item(id, in: container)
         guard let record = detail.versions.first(where: { $0.id == version }) else {
             try observe(detail)
             throw LocalCopyChanged()  // the service moved on: planned again from what it has now

@@ -51,7 +51,7 @@ extension ContainerSync {
     /// reading each chunk from its file by its offset; the item's upload progress counts the chunks the service has
     /// as done.
     func uploadChunks(of content: LocalContent, for item: LocalItem) async throws {
-        let missing = try await client.missingChunks(content.manifest.chunks, in: container)
+        let missing = try await service.missingChunks(content.manifest.chunks, in: container)
         let pending = missing.reduce(Int64(0)) { $0 + (content.sources[$1]?.size ?? 0) }
         setTransfer(ItemTransfer(direction: .upload, completed: content.size - pending, total: content.size), of: item)
         defer { setTransfer(nil, of: item) }
@@ -66,7 +66,7 @@ extension ContainerSync {
             batches[batches.count - 1].append((hash, source))
             filled += source.size
         }
-        let (client, container) = (client, container)
+        let (service, container) = (service, container)
         let work = batches.filter { !$0.isEmpty }
         let window = max(1, Self.transferWindow / 2)
         try await withThrowingTaskGroup(of: Int64.self) { group in
@@ -77,7 +77,7 @@ extension ContainerSync {
                     let batch = work[next]
                     next += 1
                     running += 1
-                    group.addTask { try await Self.upload(batch, client: client, container: container) }
+                    group.addTask { try await Self.upload(batch, service: service, container: container) }
                 } else if let done = try await group.next() {
                     running -= 1
                     advanceTransfer(of: item, by: done)
@@ -89,7 +89,7 @@ extension ContainerSync {
     /// Reads a batch of chunks from their files and uploads them in one request.
     /// - Returns: Their length in all.
     private static func upload(
-        _ batch: [(ChunkHash, LocalContent.Source)], client: ServiceClient, container: ContainerID
+        _ batch: [(ChunkHash, LocalContent.Source)], service: any SyncService, container: ContainerID
     ) async throws -> Int64 {
         var chunks: [(hash: ChunkHash, bytes: ByteBuffer)] = []
         var total: Int64 = 0
@@ -106,7 +106,7 @@ extension ContainerSync {
             chunks.append((hash, buffer))
             total += Int64(count)
         }
-        try await client.uploadChunks(chunks, in: container)
+        try await service.uploadChunks(chunks, in: container)
         return total
     }
 

@@ -7,7 +7,7 @@ extension ContainerSync {
     /// - Throws: ``ProtocolError/Code/itemNotFound`` for a path the engine does not know.
     public func versions(of path: ItemPath) async throws -> (current: VersionID?, versions: [VersionRecord]) {
         let item = try known(path)
-        let detail = try await client.item(item.id, in: container)
+        let detail = try await service.item(item.id, in: container)
         return (detail.item.currentVersion, detail.versions)
     }
 
@@ -32,7 +32,7 @@ extension ContainerSync {
         var versions = try state.otherVersions(of: item.id)
         var online = true
         do {
-            let detail = try await client.item(item.id, in: container)
+            let detail = try await service.item(item.id, in: container)
             current = detail.item.currentVersion
             versions = detail.versions.filter { $0.id != current }
         } catch let error as ProtocolError {
@@ -71,9 +71,9 @@ extension ContainerSync {
             do {
                 switch operation {
                 case .replaceCurrent(let version):
-                    _ = try await client.replaceCurrent(with: version, of: id, in: container)
-                case .markResolved(let version): _ = try await client.markResolved(version, of: id, in: container)
-                case .remove(let version): _ = try await client.removeVersion(version, of: id, in: container)
+                    _ = try await service.replaceCurrent(with: version, of: id, in: container)
+                case .markResolved(let version): _ = try await service.markResolved(version, of: id, in: container)
+                case .remove(let version): _ = try await service.removeVersion(version, of: id, in: container)
                 }
             } catch let error as ProtocolError where error.code != .internalError {
                 logger.notice("a queued version change no longer applies", metadata: ["error": "\(error)"])

@@ -42,6 +42,8 @@ public actor ContainerSync {
     public nonisolated let layout: ContainerLayout
     /// The service.
     public nonisolated let client: ServiceClient
+    /// What the engine asks of the service: `client`, unless another was handed in (the simulation's).
+    public nonisolated let service: any SyncService
     /// This device, as versions name it.
     public nonisolated let device: SavingDevice
     /// How content is treated.
@@ -69,7 +71,7 @@ public actor ContainerSync {
     /// - Throws: ``ProtocolError/Code/engineAlreadyRunning`` when another engine has the container open (in this
     ///   process or another); the file system's and the state database's errors.
     public init(
-        layout: ContainerLayout, client: ServiceClient, device: SavingDevice,
+        layout: ContainerLayout, client: ServiceClient, service: (any SyncService)? = nil, device: SavingDevice,
         configuration: Configuration = Configuration(),
         types: DocumentTypeRegistry = .default, logger: Logger = Logger(label: "ubiquity.sync")
     ) throws {
@@ -77,6 +79,7 @@ public actor ContainerSync {
         lock = try EngineLock(layout)
         self.layout = layout
         self.client = client
+        self.service = service ?? client
         self.device = device
         self.configuration = configuration
         self.state = try LocalStateStore(url: layout.stateDatabase)

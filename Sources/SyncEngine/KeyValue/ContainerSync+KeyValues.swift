@@ -48,7 +48,7 @@ extension ContainerSync {
         let pending = try state.pendingKeyValueWrites()
         if !pending.isEmpty {
             do {
-                _ = try await client.apply(KeyValueBatch(writes: pending), in: container)
+                _ = try await service.apply(KeyValueBatch(writes: pending), in: container)
                 try state.settleKeyValueWrites(pending)
             } catch let error as ProtocolError
                 where [.keyValueTooManyKeys, .keyValueStoreTooLarge, .keyValueKeyTooLong].contains(error.code)
@@ -59,7 +59,7 @@ extension ContainerSync {
                 token = nil  // the whole store again: the dropped keys take the service's values
             }
         }
-        let changes = try await client.keyValues(in: container, since: token)
+        let changes = try await service.keyValues(in: container, since: token)
         let changed = try state.applyKeyValueEntries(changes.entries, whole: token == nil)
         let first = try state.value(forKey: Self.keyValueTokenKey) == nil
         try state.setValue(changes.token.string, forKey: Self.keyValueTokenKey)

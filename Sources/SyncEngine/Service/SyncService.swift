@@ -1,0 +1,42 @@
+import NIOCore
+import UbiquityProtocol
+
+/// What the engine asks of the service: items and their versions, the change feed, chunks and the key-value store.
+/// ``ServiceClient`` (HTTP) is the real one; the engine's simulation hands in an in-memory service of its own, so the
+/// same engine runs against a simulated world.
+public protocol SyncService: Sendable {
+    /// Every item of the container, deleted ones included.
+    func items(in container: ContainerID) async throws -> ItemListResponse
+    /// One item and its kept versions.
+    func item(_ id: ItemID, in container: ContainerID) async throws -> ItemDetail
+    /// Creates an item's record.
+    func createItem(_ request: CreateItemRequest, in container: ContainerID) async throws -> ItemResponse
+    /// Commits a version whose chunks the service has.
+    func commit(_ version: VersionRecord, in container: ContainerID) async throws -> ItemResponse
+    /// Moves an item.
+    func moveItem(_ id: ItemID, to path: ItemPath, in container: ContainerID) async throws -> ItemResponse
+    /// Deletes an item, based on the version the caller last had.
+    func deleteItem(_ id: ItemID, basedOn: VersionID?, in container: ContainerID) async throws -> ItemResponse
+    /// Marks a conflict version resolved.
+    func markResolved(_ id: VersionID, of item: ItemID, in container: ContainerID) async throws -> ItemResponse
+    /// Removes a version other than the current one.
+    func removeVersion(_ id: VersionID, of item: ItemID, in container: ContainerID) async throws -> ItemResponse
+    /// Makes a kept version the current one.
+    func replaceCurrent(with id: VersionID, of item: ItemID, in container: ContainerID) async throws -> ItemResponse
+    /// The chunks among `chunks` the service does not have.
+    func missingChunks(_ chunks: [ChunkReference], in container: ContainerID) async throws -> [ChunkHash]
+    /// Uploads chunks in one request.
+    func uploadChunks(_ chunks: [(hash: ChunkHash, bytes: ByteBuffer)], in container: ContainerID) async throws
+    /// Downloads one chunk, handing its bytes to `receive` piece by piece.
+    func downloadChunk(
+        _ hash: ChunkHash, in container: ContainerID, into receive: (ByteBuffer) throws -> Void
+    ) async throws
+    /// A page of the change feed after `since`.
+    func changes(in container: ContainerID, since: ChangeToken?, limit: Int) async throws -> ChangePage
+    /// The key-value store's changes after `since`.
+    func keyValues(in container: ContainerID, since: ChangeToken?) async throws -> KeyValueChanges
+    /// Applies a batch of key-value writes.
+    func apply(_ batch: KeyValueBatch, in container: ContainerID) async throws -> KeyValueBatchResponse
+}
+
+extension ServiceClient: SyncService {}
