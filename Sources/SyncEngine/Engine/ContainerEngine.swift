@@ -19,6 +19,9 @@ public struct ContainerEngine: Service {
     public let sync: ContainerSync
     /// The device's token for push (`nil`: no push; rely on polling).
     public let pushToken: String?
+    /// Where the engine hears of the service's changes: the service's push for `pushToken` unless another source was
+    /// handed in; `nil`: none (polling only).
+    public let push: (any PushSource)?
     /// How often a round runs with nothing heard (default 30 s).
     public var pollInterval: Duration = .seconds(30)
     /// The longest wait before retrying a failed round (default 30 s).
@@ -29,11 +32,16 @@ public struct ContainerEngine: Service {
 
     /// Creates the engine of `sync`'s container.
     public init(
-        sync: ContainerSync, pushToken: String?, clock: any Clock<Duration> = ContinuousClock(),
-        logger: Logger = Logger(label: "ubiquity.engine")
+        sync: ContainerSync, pushToken: String?, push: (any PushSource)? = nil,
+        clock: any Clock<Duration> = ContinuousClock(), logger: Logger = Logger(label: "ubiquity.engine")
     ) {
         self.sync = sync
         self.pushToken = pushToken
+        self.push =
+            push
+            ?? pushToken.map {
+                PushClient(baseURL: sync.client.baseURL, token: $0, containers: [sync.layout.container], logger: logger)
+            }
         self.clock = clock
         self.logger = logger
     }
@@ -85,11 +93,8 @@ public struct ContainerEngine: Service {
                     logger.debug("engine socket stopped", metadata: ["error": "\(error)"])
                 }
             }
-            if let pushToken {
+            if let push {
                 group.addTask {
-                    let push = PushClient(
-                        baseURL: sync.client.baseURL, token: pushToken, containers: [sync.layout.container],
-                        logger: logger)
                     for await event in push.events() {
                         switch event {
                         case .connected, .message(.changed), .message(.keyValueChanged): trigger.yield()

@@ -110,3 +110,12 @@ private final class Flag: Sendable {
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }
 }
+
+/// Where the engine hears that the service changed: ``PushClient`` (the service's WebSocket) is the real one; a test
+/// or the simulation hands in its own.
+public protocol PushSource: Sendable {
+    /// The push events from now on, for as long as the stream is iterated.
+    func events() -> AsyncStream<PushClient.Event>
+}
+
+extension PushClient: PushSource {}

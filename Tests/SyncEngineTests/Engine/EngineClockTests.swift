@@ -5,16 +5,17 @@ import Testing
 import UbiquityProtocol
 import UbiquityTestSupport
 
-/// The engine's waits — polling and the backoff after a failed round — run on the clock it is given: a test moves
-/// a manual clock and sees the rounds the engine reports, without waiting on wall-clock time.
-@Suite("The running engine on an injected clock: polling and backoff")
+/// The engine's waits — polling and the backoff after a failed round — run on the clock it is given, and it hears the
+/// service through the push source it is given: a test moves a manual clock, or pushes, and sees the rounds the
+/// engine reports, without waiting on wall-clock time.
+@Suite("The running engine on an injected clock and push source: polling, push and backoff", .timeLimit(.minutes(3)))
 struct EngineClockTests {
     static let container = try! ContainerID("TEAM.com.example.grocery")
 
     /// Two devices of one account: the laptop's engine runs on `clock` with no push (only polling brings others'
     /// changes), the desktop syncs by hand.
     private func withEngine(
-        clock: ManualClock,
+        clock: ManualClock, push: (any PushSource)? = nil,
         _ body: (LocalService, ContainerSync, ContainerSync, RoundWatcher) async throws -> LocalService
     ) async throws {
         let service = try await LocalService.start()
@@ -33,7 +34,7 @@ struct EngineClockTests {
         let laptop = try await sync("laptop")
         let desktop = try await sync("desktop")
         let rounds = RoundWatcher(laptop.events())
-        var engine = ContainerEngine(sync: laptop, pushToken: nil, clock: clock, logger: logger)
+        var engine = ContainerEngine(sync: laptop, pushToken: nil, push: push, clock: clock, logger: logger)
         engine.pollInterval = .seconds(60)
         engine.maximumBackoff = .seconds(1)
         // The engine runs until the test cancels it.
@@ -64,6 +65,30 @@ struct EngineClockTests {
             await clock.waitForSleepers(1)
             clock.advance(by: .seconds(60))
             while (try? Data(contentsOf: laptop.layout.url(of: path))) != Data("milk".utf8) {
+                _ = try await rounds.next()
+            }
+            return service
+        }
+    }
+
+    /// A push source the test feeds.
+    final class ManualPush: PushSource {
+        let (stream, continuation) = AsyncStream.makeStream(of: PushClient.Event.self)
+        func events() -> AsyncStream<PushClient.Event> { stream }
+    }
+
+    @Test("A push the engine hears runs a round at once: another device's change arrives with the next poll far off")
+    func pushRunsARound() async throws {
+        let clock = ManualClock()
+        let push = ManualPush()
+        try await withEngine(clock: clock, push: push) { service, laptop, desktop, rounds in
+            #expect(try await rounds.next() == nil, "the start-up round succeeds")
+            let path = try ItemPath("Documents/Pushed.txt")
+            try Data("eggs".utf8).write(to: desktop.layout.url(of: path))
+            try await desktop.syncOnce()
+            await clock.waitForSleepers(1)  // the engine is idle until its poll, which this clock never reaches
+            push.continuation.yield(.message(.changed(container: Self.container, token: ChangeToken("any"))))
+            while (try? Data(contentsOf: laptop.layout.url(of: path))) != Data("eggs".utf8) {
                 _ = try await rounds.next()
             }
             return service
