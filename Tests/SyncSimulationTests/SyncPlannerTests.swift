@@ -37,6 +37,25 @@ struct SyncPlannerTests {
         #expect(inStep().isInStep)
     }
 
+    @Test(
+        "A folder made on both sides: the service's record, heard after the scan, takes the new local folder; a folder already synced or a file at that path stays its own"
+    )
+    func sameFolderMadeOnBothSides() {
+        let folder = try! ItemPath("Documents/Lists")
+        let made = ItemObservation(
+            id: ItemID(), local: LocalView(path: folder, kind: .directory, identity: identity(inode: 9)))
+        var synced = made
+        synced.id = ItemID()
+        synced.synced = SyncedView(path: folder, kind: .directory, identity: identity(inode: 9))
+        let file = ItemObservation(id: ItemID(), local: LocalView(path: folder, kind: .file, identity: identity()))
+        #expect(LocalObservation.madeHereToo(path: folder, kind: .directory, among: [synced, file, made]) == made.id)
+        #expect(LocalObservation.madeHereToo(path: folder, kind: .directory, among: [synced, file]) == nil)
+        // Once it holds the local folder, the service's item is adopted: one folder, nothing moved aside.
+        let heard = ItemObservation(
+            id: ItemID(), remote: RemoteView(path: folder, kind: .directory), local: made.local)
+        #expect(decide(heard) == .adoptLocal(heard.id, remote: heard.remote!, identity: made.local!.identity))
+    }
+
     @Test("Deleted on the service: an unchanged copy is removed, checked against what the plan saw")
     func remoteDeleteRemovesUnchangedCopy() {
         var item = inStep()

@@ -124,11 +124,11 @@ extension ContainerSync {
         } else {
             guard !record.isDeleted else { return }
             stored = StoredItem(ItemObservation(id: record.id))
-            let sameOne = try state.records(atOrBelow: [record.path.string]).first {
-                $0.observation.remote == nil && $0.observation.synced == nil
-                    && $0.observation.local?.path == record.path
-                    && $0.observation.local?.kind == record.kind && !lanes.busy.contains($0.id)
-            }
+            let candidates = try state.records(atOrBelow: [record.path.string]).filter { !lanes.busy.contains($0.id) }
+            let sameOne = LocalObservation.madeHereToo(
+                path: record.path, kind: record.kind, among: candidates.map(\.observation)
+            )
+            .flatMap { id in candidates.first { $0.id == id } }
             if let sameOne {
                 stored.observation.local = sameOne.observation.local
                 writes.append(RecordWrite(removing: sameOne.id, if: .unchanged(sameOne)))

@@ -60,6 +60,14 @@ public enum LocalObservation {
         }
     }
 
+    /// The new local item among `candidates` that is the item the service has just been heard to have at `path`:
+    /// one of the same kind at that path that the service does not have yet and was never agreed on — the same item
+    /// made on both sides (rule 3 when the service's record comes after the scan). Its local copy becomes that item's.
+    public static func madeHereToo(path: ItemPath, kind: ItemKind, among candidates: [ItemObservation]) -> ItemID? {
+        candidates.first { $0.remote == nil && $0.synced == nil && $0.local?.path == path && $0.local?.kind == kind }?
+            .id
+    }
+
     /// Where a file of an item with nothing here last observed would be: where it was when last in step; for a
     /// placeholder, where the service has it (a file written there is its new content).
     static func expectedPath(of item: ItemObservation) -> ItemPath? {

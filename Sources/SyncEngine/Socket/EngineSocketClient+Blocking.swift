@@ -11,10 +11,13 @@ extension EngineSocketClient {
     /// return (`FileVersion`'s changes). Plain blocking socket calls: nothing of Swift concurrency or of an event loop
     /// is waited on, so it cannot starve them.
     /// - Returns: The engine's answer.
-    /// - Throws: ``ProtocolError/Code/engineUnavailable`` when no engine listens there or the connection drops; the
-    ///   engine's refusal (``EngineResponse/Outcome/failure(_:)``) as its ``ProtocolError``.
+    /// - Parameter timeout: The longest wait for each send and each piece of the answer: an engine that accepts the
+    ///   connection and then hangs does not hang the caller.
+    /// - Throws: ``ProtocolError/Code/engineUnavailable`` when no engine listens there, the connection drops or the
+    ///   engine does not answer within `timeout`; the engine's refusal (``EngineResponse/Outcome/failure(_:)``) as
+    ///   its ``ProtocolError``.
     public static func request(
-        _ operation: EngineRequest.Operation, at layout: ContainerLayout
+        _ operation: EngineRequest.Operation, at layout: ContainerLayout, timeout: Duration = .seconds(30)
     ) throws -> EngineResponse.Outcome {
         let path = layout.socket.path
         func unavailable(_ what: String) -> ProtocolError {
@@ -38,6 +41,12 @@ extension EngineSocketClient {
             }
         }
         guard connected == 0 else { throw unavailable(String(cString: strerror(errno))) }
+        var limit = timeval(
+            tv_sec: Int(timeout.components.seconds),
+            tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
+        for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+            setsockopt(descriptor, SOL_SOCKET, option, &limit, socklen_t(MemoryLayout<timeval>.size))
+        }
 
         let request = Array(try EngineFrame.encode(EngineRequest(id: 1, operation)).readableBytesView)
         var sent = 0
@@ -61,6 +70,7 @@ extension EngineSocketClient {
             guard frame.count <= EngineFrame.maximumResponseBytes else { throw unavailable("answer too long") }
             let count = chunk.withUnsafeMutableBytes { Glibc.recv(descriptor, $0.baseAddress, $0.count, 0) }
             if count < 0, errno == EINTR { continue }
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK { throw unavailable("no answer within \(timeout)") }
             guard count > 0 else { throw unavailable("the connection closed before the answer") }
             frame += chunk[..<count]
         }
