@@ -92,6 +92,23 @@ public struct FileChunker: Sendable {
         return ChunkedContent(chunks: chunks, size: size, contentHash: ChunkHash(hasher!.finalize()))
     }
 
+    /// Chunks `bytes` held in memory and hashes them in the same pass, cutting where a file of those bytes is cut.
+    public func chunksAndContentHash(of bytes: UnsafeRawBufferPointer) -> ChunkedContent {
+        var hasher = SHA256()
+        hasher.update(bufferPointer: bytes)
+        var chunks: [ChunkReference] = []
+        var start = 0
+        FastCDC.gearTable.withUnsafeBufferPointer { gear in
+            while start < bytes.count {
+                let available = UnsafeRawBufferPointer(rebasing: bytes[start...])
+                let length = chunker.firstChunkLength(in: available, gear: gear)
+                chunks.append(ChunkReference(of: UnsafeRawBufferPointer(rebasing: available[..<length])))
+                start += length
+            }
+        }
+        return ChunkedContent(chunks: chunks, size: Int64(bytes.count), contentHash: ChunkHash(hasher.finalize()))
+    }
+
     /// The loop: keep at least a maximum-size chunk's worth of bytes in the window (or what is left of the file),
     /// cut the first chunk, hand it over, drop it.
     private func chunks(

@@ -3,12 +3,6 @@ import DocumentKit
 import Foundation
 import UbiquityProtocol
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension ContainerSync {
     /// Records the item's versions other than the current one and tells listeners and presenters what changed:
     /// conflict versions gained, versions lost (their downloaded copies removed), conflicts resolved.
@@ -36,7 +30,7 @@ extension ContainerSync {
             FileCoordinator.announce(.resolved(Self.presented(version)), ofItemAt: url)
         }
         for (id, version) in before where after[id] == nil {
-            try? FileManager.default.removeItem(
+            try? disk.removeItem(
                 at: layout.versions.appendingPathComponent(item.id.string).appendingPathComponent(id.string))
             hub.send(.versionLost(item.id, item.path, version))
             FileCoordinator.announce(.lost(Self.presented(version)), ofItemAt: url)
@@ -67,7 +61,7 @@ extension ContainerSync {
         if item.baseVersion == versionID, !item.isPlaceholder, try isUnmodified(item) { return layout.url(of: path) }
         let folder = layout.versions.appendingPathComponent(item.id.string).appendingPathComponent(versionID.string)
         let copy = folder.appendingPathComponent(path.name)
-        if FileManager.default.fileExists(atPath: copy.path) { return copy }
+        if disk.exists(copy) { return copy }
         var version = try state.otherVersions(of: item.id).first { $0.id == versionID }
         if version == nil {
             version = try await service.item(item.id, in: container).versions.first { $0.id == versionID }
@@ -76,10 +70,8 @@ extension ContainerSync {
             throw ProtocolError(.unknownVersion, "\(versionID) is not a version of \(path)")
         }
         let assembled = try await assembleOnce(version, of: item, purpose: "version")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        if !FileManager.default.fileExists(atPath: copy.path) {
-            try FileManager.default.moveItem(at: assembled, to: copy)
-        }
+        try disk.createDirectory(at: folder)
+        if !disk.exists(copy) { try disk.moveItem(at: assembled, to: copy) }
         return copy
     }
 
@@ -91,13 +83,15 @@ extension ContainerSync {
     func assembleOnce(_ version: VersionRecord, of item: LocalItem, purpose: String) async throws -> URL {
         let name = "\(item.id.string).\(version.id.string).\(purpose)\(Self.partialSuffix)"
         if let running = downloads[name] { return try await running.value }
-        let task = Task { try await self.assemble(version, of: item, named: name) }
+        let task = Task(executorPreference: configuration.taskExecutor) {
+            try await self.assemble(version, of: item, named: name)
+        }
         downloads[name] = task
         defer { downloads[name] = nil }
         let partial = try await task.value
         // Handed over under a name of its own: the partial name is free for the next download of this content.
-        let handed = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
-        try FileManager.default.moveItem(at: partial, to: handed)
+        let handed = layout.temporary.appendingPathComponent(newIdentifier().uuidString.lowercased())
+        try disk.moveItem(at: partial, to: handed)
         return handed
     }
 
@@ -105,10 +99,10 @@ extension ContainerSync {
         let temporary = layout.temporary.appendingPathComponent(name)
         // Partial downloads of other versions of this item are of no more use.
         let prefix = "\(item.id.string)."
-        for other in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? []
+        for other in (try? disk.contentsOfDirectory(at: layout.temporary)) ?? []
         where other.hasPrefix(prefix) && other != name && other.hasSuffix(Self.partialSuffix) && downloads[other] == nil
         {
-            try? FileManager.default.removeItem(at: layout.temporary.appendingPathComponent(other))
+            try? disk.removeItem(at: layout.temporary.appendingPathComponent(other))
         }
         setTransfer(ItemTransfer(direction: .download, completed: 0, total: version.size), of: item)
         defer { setTransfer(nil, of: item) }
@@ -116,7 +110,7 @@ extension ContainerSync {
         case .file(let chunks):
             let hash = try await assemble(chunks, into: temporary, for: item)
             guard hash == version.contentHash else {
-                try? FileManager.default.removeItem(at: temporary)
+                try? disk.removeItem(at: temporary)
                 throw ProtocolError(
                     .chunkHashMismatch, "the downloaded content of \(item.path) does not match its hash")
             }
@@ -124,19 +118,14 @@ extension ContainerSync {
             guard try LocalContent.hash(of: version.manifest) == version.contentHash else {
                 throw ProtocolError(.chunkHashMismatch, "the manifest of \(item.path) does not match its hash")
             }
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: temporary.path, isDirectory: &isDirectory), !isDirectory.boolValue
-            {
-                try FileManager.default.removeItem(at: temporary)
-            }
-            try FileManager.default.createDirectory(at: temporary, withIntermediateDirectories: true)
+            if let found = disk.identity(at: temporary), !found.isDirectory { try disk.removeItem(at: temporary) }
+            try disk.createDirectory(at: temporary)
             for entry in entries {
                 let member = temporary.appendingPathComponent(entry.path.string)
                 if entry.kind == .directory {
-                    try FileManager.default.createDirectory(at: member, withIntermediateDirectories: true)
+                    try disk.createDirectory(at: member)
                 } else {
-                    try FileManager.default.createDirectory(
-                        at: member.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try disk.createDirectory(at: member.deletingLastPathComponent())
                     _ = try await assemble(entry.chunks, into: member, for: item)
                 }
             }
@@ -150,14 +139,13 @@ extension ContainerSync {
     /// time, each written at its offset as it arrives, the whole content hashed in order.
     /// - Returns: The SHA-256 of the whole file.
     private func assemble(_ chunks: [ChunkReference], into url: URL, for item: LocalItem) async throws -> ChunkHash {
-        let descriptor = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(descriptor) }
+        let opened = UncheckedFile(try disk.openFile(at: url))
+        let file = opened.file
         var whole = SHA256()
         var offset: Int64 = 0
         var index = 0
         // What a previous attempt wrote, as far as it checks out.
-        while index < chunks.count, let bytes = Self.read(descriptor, at: offset, count: Int(chunks[index].size)),
+        while index < chunks.count, let bytes = file.read(at: offset, count: Int(chunks[index].size)),
             (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunks[index].hash
         {
             whole.update(data: bytes)
@@ -165,7 +153,7 @@ extension ContainerSync {
             advanceTransfer(of: item, by: chunks[index].size)
             index += 1
         }
-        guard ftruncate(descriptor, off_t(offset)) == 0 else { throw POSIXError(.EIO) }
+        try file.truncate(to: offset)
         var offsets: [Int64] = []
         offsets.reserveCapacity(chunks.count)
         var position: Int64 = 0
@@ -173,7 +161,7 @@ extension ContainerSync {
             offsets.append(position)
             position += chunk.size
         }
-        let (service, container, state, folder) = (service, container, state, layout.folder)
+        let (service, container, state, folder, disk) = (service, container, state, layout.folder, disk)
         let window = Self.transferWindow
         let prefix = whole
         let hasher = try await withThrowingTaskGroup(of: (Int, Data).self) { group in
@@ -192,14 +180,15 @@ extension ContainerSync {
                         (
                             number,
                             try await Self.fetch(
-                                chunk, service: service, container: container, state: state, folder: folder)
+                                chunk, service: service, container: container, state: state, folder: folder,
+                                disk: disk)
                         )
                     }
                     continue
                 }
                 guard let (number, bytes) = try await group.next() else { break }
                 running -= 1
-                try Self.write(bytes, to: descriptor, at: offsets[number])
+                try opened.file.write(bytes, at: offsets[number])
                 arrived[number] = bytes
                 while let bytes = arrived.removeValue(forKey: hashed) {
                     whole.update(data: bytes)
@@ -209,15 +198,16 @@ extension ContainerSync {
             }
             return whole
         }
-        try await BlockingWork.run { guard fsync(descriptor) == 0 else { throw POSIXError(.EIO) } }
+        try await onDisk { try opened.file.synchronize() }
         return try ChunkHash(digest: hasher.finalize())
     }
 
     /// The bytes of one chunk, checked against its hash: from a local file that has it, else from the service.
     private static func fetch(
-        _ chunk: ChunkReference, service: any SyncService, container: ContainerID, state: LocalStateStore, folder: URL
+        _ chunk: ChunkReference, service: any SyncService, container: ContainerID, state: LocalStateStore, folder: URL,
+        disk: any LocalDisk
     ) async throws -> Data {
-        if let bytes = try localCopy(of: chunk, state: state, folder: folder) { return bytes }
+        if let bytes = try localCopy(of: chunk, state: state, folder: folder, disk: disk) { return bytes }
         var bytes = Data()
         bytes.reserveCapacity(Int(chunk.size))
         try await service.downloadChunk(chunk.hash, in: container) { piece in
@@ -230,35 +220,20 @@ extension ContainerSync {
     }
 
     /// The bytes of `chunk` from a local file that holds it, checked against its hash.
-    private static func localCopy(of chunk: ChunkReference, state: LocalStateStore, folder: URL) throws -> Data? {
+    private static func localCopy(
+        of chunk: ChunkReference, state: LocalStateStore, folder: URL, disk: any LocalDisk
+    ) throws -> Data? {
         for location in try state.chunkLocations(of: chunk.hash) where Int64(location.size) == chunk.size {
-            let descriptor = open(folder.appendingPathComponent(location.file).path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { continue }
-            defer { close(descriptor) }
-            if let bytes = read(descriptor, at: location.offset, count: location.size),
+            guard let file = try? disk.openFileForReading(at: folder.appendingPathComponent(location.file)) else {
+                continue
+            }
+            if let bytes = file.read(at: location.offset, count: location.size),
                 (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash
             {
                 return bytes
             }
         }
         return nil
-    }
-
-    private static func read(_ descriptor: Int32, at offset: Int64, count: Int) -> Data? {
-        var data = Data(count: count)
-        let read = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
-        return read == count ? data : nil
-    }
-
-    private static func write(_ data: Data, to descriptor: Int32, at offset: Int64) throws {
-        var done = 0
-        while done < data.count {
-            let written = data.withUnsafeBytes {
-                pwrite(descriptor, $0.baseAddress! + done, data.count - done, off_t(offset) + off_t(done))
-            }
-            guard written > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            done += written
-        }
     }
 
     /// Whether the local copy is as it was when last in step (so replacing or removing it loses nothing), as far as
@@ -268,4 +243,10 @@ extension ContainerSync {
         guard let now = try? scanner.identity(of: layout.url(of: item.path), kind: item.kind) else { return true }
         return now.isUnchanged(since: identity)
     }
+}
+
+/// An open file handed to blocking work: used by one task at a time, the one that opened it.
+private struct UncheckedFile: @unchecked Sendable {
+    let file: any DiskFile
+    init(_ file: any DiskFile) { self.file = file }
 }

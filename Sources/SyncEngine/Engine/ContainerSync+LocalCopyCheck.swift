@@ -28,7 +28,8 @@ extension ContainerSync {
         guard let contentHash else { return .changed }
         let content =
             kind == .package
-            ? try? LocalContent(package: url, chunker: chunker) : try? LocalContent(file: url, chunker: chunker)
+            ? try? LocalContent(package: url, chunker: chunker, disk: scanner.disk)
+            : try? LocalContent(file: url, chunker: chunker, disk: scanner.disk)
         return content?.contentHash == contentHash ? .unchanged : .changed
     }
 }

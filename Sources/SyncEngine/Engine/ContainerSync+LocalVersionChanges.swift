@@ -43,7 +43,7 @@ extension ContainerSync {
         for event in before.events(to: after) {
             switch event {
             case .versionLost(let id, _, let version):
-                try? FileManager.default.removeItem(
+                try? disk.removeItem(
                     at: layout.versions.appendingPathComponent(id.string).appendingPathComponent(version.id.string))
                 FileCoordinator.announce(.lost(Self.presented(version)), ofItemAt: url)
             case .versionResolved(_, _, let version):
@@ -54,7 +54,7 @@ extension ContainerSync {
         }
         // A round sends the queue now instead of at the engine's next poll; offline it fails, and the engine's own
         // retries send the queue once the service is back.
-        Task { try? await self.syncOnce(scanning: .paths([])) }
+        Task(executorPreference: configuration.taskExecutor) { try? await self.syncOnce(scanning: .paths([])) }
     }
 }
 

@@ -29,7 +29,7 @@ extension ContainerSync {
                 if before?.item != item { hub.send(.itemChanged(item)) }
             } else if let before {
                 hub.send(.itemRemoved(before.id, before.path))
-                try? FileManager.default.removeItem(at: layout.versions.appendingPathComponent(before.id.string))
+                try? disk.removeItem(at: layout.versions.appendingPathComponent(before.id.string))
             }
         }
         return applied.map(\.write)
@@ -53,16 +53,16 @@ extension ContainerSync {
         switch scope {
         case .everything:
             known = try state.records()
-            scan = try await BlockingWork.run { try scanner.scan(folder) }
+            scan = try await onDisk { try scanner.scan(folder) }
         case .paths(let paths):
             let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
             if roots.isEmpty { return true }
             known = try state.records(atOrBelow: roots)
-            scan = try await BlockingWork.run { scanner.scan(folder, only: roots) }
+            scan = try await onDisk { scanner.scan(folder, only: roots) }
         }
         let before = Dictionary(known.map { ($0.id, $0) }) { first, _ in first }
         var observations = before.mapValues(\.observation)
-        LocalObservation.apply(scan.items, to: &observations, newID: { ItemID() })
+        LocalObservation.apply(scan.items, to: &observations, newID: { ItemID(uuid: newIdentifier()) })
         var writes: [RecordWrite] = []
         var checked = 0
         for (id, observation) in observations {

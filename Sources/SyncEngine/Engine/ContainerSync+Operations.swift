@@ -2,12 +2,6 @@ import DocumentKit
 import Foundation
 import UbiquityProtocol
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// What each of the planner's operations does, and the outcome it records. Called in the item's lane; every change to
 /// a local file is a coordinated write that checks, inside the coordination, that the file is still what the
 /// operation expects (``checkLocalCopy``), and throws ``LocalCopyChanged`` when it is not.
@@ -39,9 +33,7 @@ extension ContainerSync {
 
         case .deleteRemote(let id, let basedOn):
             // What the plan took for a deletion here must still be one: nothing at the path now.
-            if let path = item.observation.synced?.path,
-                FileManager.default.fileExists(atPath: layout.url(of: path).path)
-            {
+            if let path = item.observation.synced?.path, disk.exists(layout.url(of: path)) {
                 throw LocalCopyChanged()
             }
             do {
@@ -69,11 +61,10 @@ extension ContainerSync {
 
         case .makeFolder(_, let path):
             let url = layout.url(of: path)
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            if let found = disk.identity(at: url), !found.isDirectory {
                 throw LocalCopyChanged()  // a file of its own is there: it steps aside first
             }
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            try disk.createDirectory(at: url)
             guard let remote = item.observation.remote else { throw LocalCopyChanged() }
             item.observation.recordPlaced(remote, identity: try scanner.identity(of: url, kind: .directory))
             try store(item)
@@ -219,17 +210,16 @@ extension ContainerSync {
             throw error
         }
         let destination = layout.url(of: path)
-        try FileManager.default.createDirectory(
-            at: destination.deletingLastPathComponent(), withIntermediateDirectories: true)
-        let replaced = layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
-        let (scanner, chunker, kind) = (scanner, configuration.chunker, item.item.kind)
+        try disk.createDirectory(at: destination.deletingLastPathComponent())
+        let replaced = layout.temporary.appendingPathComponent(newIdentifier().uuidString.lowercased())
+        let (scanner, chunker, kind, disk) = (scanner, configuration.chunker, item.item.kind, disk)
         let (expectedHash, synced) = (item.observation.synced?.contentHash, item.observation.synced?.identity)
         // The identity recorded is the one of the bytes just placed: taken inside the coordinated write, and only
         // if the placed item is still the assembled one (same inode, size and modification time); if another
         // writer got in first, the assembled identity is recorded, so the next scan sees that writer's change.
         let placed: LocalFileIdentity
         do {
-            placed = try await BlockingWork.run {
+            placed = try await onDisk {
                 let assembled = try scanner.identity(of: temporary, kind: kind)
                 return try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
                     // Only content that is safe (on the service, or nothing at all) is replaced: a save that
@@ -238,26 +228,21 @@ extension ContainerSync {
                         at: url, recorded: replacing, synced: synced, contentHash: expectedHash, kind: kind,
                         scanner: scanner, chunker: chunker)
                     guard replacing == nil ? check == .absent : check == .unchanged else { throw LocalCopyChanged() }
-                    var isDirectory: ObjCBool = false
-                    if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory),
-                        isDirectory.boolValue
-                    {
-                        try FileManager.default.moveItem(at: url, to: replaced)  // an old package makes way whole
+                    if disk.isDirectory(url) {
+                        try disk.moveItem(at: url, to: replaced)  // an old package makes way whole
                     }
-                    guard rename(temporary.path, url.path) == 0 else {
-                        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-                    }
+                    try disk.replaceItem(at: url, withItemAt: temporary)
                     let now = try scanner.identity(of: url, kind: kind)
                     return now.isUnchanged(since: assembled) ? now : assembled
                 }
             }
         } catch is LocalCopyChanged {
-            try? FileManager.default.removeItem(at: temporary)
+            try? disk.removeItem(at: temporary)
             logger.notice(
                 "a save landed before a download was put in place; it goes up first", metadata: ["path": "\(path)"])
             throw LocalCopyChanged()
         }
-        try? FileManager.default.removeItem(at: replaced)
+        try? disk.removeItem(at: replaced)
         var view = item.observation.remote ?? RemoteView(path: path, kind: kind)
         view.path = path
         view.version = version.id
@@ -275,19 +260,19 @@ extension ContainerSync {
     /// (and writes a new file). A folder is removed only when empty: its items go one by one.
     private func removeLocal(at path: ItemPath, of item: StoredItem, expecting: LocalFileIdentity) async throws {
         let url = layout.url(of: path)
-        let (scanner, chunker, kind) = (scanner, configuration.chunker, item.item.kind)
+        let (scanner, chunker, kind, disk) = (scanner, configuration.chunker, item.item.kind, disk)
         let (hash, synced) = (item.observation.synced?.contentHash, item.observation.synced?.identity)
-        try await BlockingWork.run {
+        try await onDisk {
             try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url in
                 if kind == .directory {
-                    guard rmdir(url.path) == 0 || errno == ENOENT else { throw LocalCopyChanged() }
+                    guard disk.removeEmptyDirectory(at: url) else { throw LocalCopyChanged() }
                     return
                 }
                 let check = Self.checkLocalCopy(
                     at: url, recorded: expecting, synced: synced, contentHash: hash, kind: kind, scanner: scanner,
                     chunker: chunker)
                 guard check == .unchanged else { throw LocalCopyChanged() }
-                try FileManager.default.removeItem(at: url)
+                try disk.removeItem(at: url)
             }
         }
     }
@@ -296,17 +281,16 @@ extension ContainerSync {
     private func moveLocal(
         from: ItemPath, to: ItemPath, kind: ItemKind, expecting: LocalFileIdentity
     ) async throws -> LocalFileIdentity {
-        let (source, target, scanner) = (layout.url(of: from), layout.url(of: to), scanner)
-        try FileManager.default.createDirectory(
-            at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
-        return try await BlockingWork.run {
+        let (source, target, scanner, disk) = (layout.url(of: from), layout.url(of: to), scanner, disk)
+        try disk.createDirectory(at: target.deletingLastPathComponent())
+        return try await onDisk {
             try FileCoordinator().coordinate(
                 writingItemAt: source, options: .forMoving, writingItemAt: target, options: []
             ) { source, target in
                 guard let now = try? scanner.identity(of: source, kind: kind), now.isSameFile(as: expecting),
-                    !FileManager.default.fileExists(atPath: target.path)
+                    !disk.exists(target)
                 else { throw LocalCopyChanged() }
-                try FileManager.default.moveItem(at: source, to: target)
+                try disk.moveItem(at: source, to: target)
                 return try scanner.identity(of: target, kind: kind)
             }
         }
@@ -318,13 +302,13 @@ extension ContainerSync {
         _ path: ItemPath, kind: ItemKind, expecting: LocalFileIdentity
     ) async throws -> (ItemPath, LocalFileIdentity) {
         let url = layout.url(of: path)
-        let scanner = scanner
-        let target = try await BlockingWork.run {
+        let (scanner, disk) = (scanner, disk)
+        let target = try await onDisk {
             try FileCoordinator().coordinate(writingItemAt: url, options: .forMoving) { url -> URL in
                 guard let now = try? scanner.identity(of: url, kind: kind), now.isSameFile(as: expecting) else {
                     throw LocalCopyChanged()
                 }
-                return try Self.moveAside(url)
+                return try Self.moveAside(url, on: disk)
             }
         }
         logger.notice("moved a local file aside", metadata: ["from": "\(path)", "to": "\(target.lastPathComponent)"])
@@ -333,7 +317,7 @@ extension ContainerSync {
     }
 
     /// Renames `url` to "Name (conflicted copy).ext", numbered when taken.
-    static func moveAside(_ url: URL) throws -> URL {
+    static func moveAside(_ url: URL, on disk: any LocalDisk) throws -> URL {
         let folder = url.deletingLastPathComponent()
         let base = url.deletingPathExtension().lastPathComponent
         let suffix = url.pathExtension.isEmpty ? "" : "." + url.pathExtension
@@ -343,8 +327,8 @@ extension ContainerSync {
             let label = number == 1 ? "conflicted copy" : "conflicted copy \(number)"
             target = folder.appendingPathComponent("\(base) (\(label))\(suffix)")
             number += 1
-        } while FileManager.default.fileExists(atPath: target.path)
-        try FileManager.default.moveItem(at: url, to: target)
+        } while disk.exists(target)
+        try disk.moveItem(at: url, to: target)
         return target
     }
 

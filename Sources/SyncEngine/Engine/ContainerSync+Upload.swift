@@ -3,12 +3,6 @@ import Foundation
 import NIOCore
 import UbiquityProtocol
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 extension ContainerSync {
     /// What a read of a local copy found.
     struct ContentRead: Sendable {
@@ -25,14 +19,14 @@ extension ContainerSync {
     /// same access, and a copy that changed while it was read is refused (``ContentChangedWhileRead``).
     func readContent(at path: ItemPath, kind: ItemKind) async throws -> ContentRead {
         let url = layout.url(of: path)
-        let (scanner, chunker) = (scanner, configuration.chunker)
-        return try await BlockingWork.run {
+        let (scanner, chunker, disk) = (scanner, configuration.chunker, disk)
+        return try await onDisk {
             try FileCoordinator().coordinate(readingItemAt: url) { url in
                 let before = try scanner.identity(of: url, kind: kind)
                 let content =
                     kind == .package
-                    ? try LocalContent(package: url, chunker: chunker)
-                    : try LocalContent(file: url, chunker: chunker)
+                    ? try LocalContent(package: url, chunker: chunker, disk: disk)
+                    : try LocalContent(file: url, chunker: chunker, disk: disk)
                 let after = try scanner.identity(of: url, kind: kind)
                 guard after == before else { throw ContentChangedWhileRead() }
                 return ContentRead(content: content, identity: before, readAt: after.capturedAt)
@@ -66,7 +60,7 @@ extension ContainerSync {
             batches[batches.count - 1].append((hash, source))
             filled += source.size
         }
-        let (service, container) = (service, container)
+        let (service, container, disk) = (service, container, disk)
         let work = batches.filter { !$0.isEmpty }
         let window = max(1, Self.transferWindow / 2)
         try await withThrowingTaskGroup(of: Int64.self) { group in
@@ -77,7 +71,7 @@ extension ContainerSync {
                     let batch = work[next]
                     next += 1
                     running += 1
-                    group.addTask { try await Self.upload(batch, service: service, container: container) }
+                    group.addTask { try await Self.upload(batch, service: service, container: container, disk: disk) }
                 } else if let done = try await group.next() {
                     running -= 1
                     advanceTransfer(of: item, by: done)
@@ -89,22 +83,16 @@ extension ContainerSync {
     /// Reads a batch of chunks from their files and uploads them in one request.
     /// - Returns: Their length in all.
     private static func upload(
-        _ batch: [(ChunkHash, LocalContent.Source)], service: any SyncService, container: ContainerID
+        _ batch: [(ChunkHash, LocalContent.Source)], service: any SyncService, container: ContainerID,
+        disk: any LocalDisk
     ) async throws -> Int64 {
         var chunks: [(hash: ChunkHash, bytes: ByteBuffer)] = []
         var total: Int64 = 0
         for (hash, source) in batch {
-            let descriptor = open(source.file.path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            defer { close(descriptor) }
-            var buffer = ByteBuffer()
-            let count = Int(source.size)
-            let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count) { bytes in
-                max(0, pread(descriptor, bytes.baseAddress, count, off_t(source.offset)))
-            }
-            guard read == count else { throw POSIXError(.EIO) }
-            chunks.append((hash, buffer))
-            total += Int64(count)
+            let file = try disk.openFileForReading(at: source.file)
+            guard let bytes = file.read(at: source.offset, count: Int(source.size)) else { throw POSIXError(.EIO) }
+            chunks.append((hash, ByteBuffer(bytes: bytes)))
+            total += source.size
         }
         try await service.uploadChunks(chunks, in: container)
         return total
@@ -117,7 +105,8 @@ extension ContainerSync {
         of id: ItemID, _ content: LocalContent, _ identity: LocalFileIdentity, basedOn: VersionID?
     ) -> VersionRecord {
         VersionRecord(
-            id: VersionID(), itemID: id, manifest: content.manifest, contentHash: content.contentHash,
+            id: VersionID(uuid: newIdentifier()), itemID: id, manifest: content.manifest,
+            contentHash: content.contentHash,
             modificationDate: Date(timeIntervalSince1970: Double(identity.modified) / 1e9), savingDevice: device,
             basedOn: basedOn)
     }

@@ -26,15 +26,27 @@ public actor ContainerSync {
         /// The key-value store's limits, checked on this device before a write is taken (Apple's by default; the
         /// service checks its own).
         public var keyValueLimits: KeyValueLimits
+        /// The disk the container is on (the machine's file system by default).
+        public var disk: any LocalDisk
+        /// Makes the identifiers of new items, versions and temporary files (random UUIDs by default; the
+        /// simulation's come from its seed).
+        public var makeIdentifier: @Sendable () -> UUID
+        /// Where the engine's own tasks run: Swift's shared threads by default (`nil`); the simulation runs them on
+        /// an executor it steps through in an order its seed chooses.
+        public var taskExecutor: (any TaskExecutor)?
 
         /// Creates a configuration; the defaults are documented on each field.
         public init(
             eagerDownloadLimit: Int64 = 1 << 20, chunker: FileChunker = FileChunker(),
-            keyValueLimits: KeyValueLimits = .apple
+            keyValueLimits: KeyValueLimits = .apple, disk: any LocalDisk = PosixDisk(),
+            makeIdentifier: @escaping @Sendable () -> UUID = { UUID() }, taskExecutor: (any TaskExecutor)? = nil
         ) {
             self.eagerDownloadLimit = eagerDownloadLimit
             self.chunker = chunker
             self.keyValueLimits = keyValueLimits
+            self.disk = disk
+            self.makeIdentifier = makeIdentifier
+            self.taskExecutor = taskExecutor
         }
     }
 
@@ -51,6 +63,7 @@ public actor ContainerSync {
     /// The container's engine lock, held from ``init`` until ``releaseLock()``.
     nonisolated let lock: EngineLock
     nonisolated let state: LocalStateStore
+    nonisolated let disk: any LocalDisk
     let scanner: LocalScanner
     let logger: Logger
     nonisolated let hub = SyncEventHub()
@@ -70,9 +83,13 @@ public actor ContainerSync {
     /// until ``releaseLock()``: one engine per container on the machine.
     /// - Throws: ``ProtocolError/Code/engineAlreadyRunning`` when another engine has the container open (in this
     ///   process or another); the file system's and the state database's errors.
+    /// - Parameters:
+    ///   - service: What the engine asks of the service: `client` unless another is handed in.
+    ///   - state: The state database: the container's `.ubiquity/state.sqlite` unless another is handed in (the
+    ///     simulation's, in memory).
     public init(
         layout: ContainerLayout, client: ServiceClient, service: (any SyncService)? = nil, device: SavingDevice,
-        configuration: Configuration = Configuration(),
+        configuration: Configuration = Configuration(), state: LocalStateStore? = nil,
         types: DocumentTypeRegistry = .default, logger: Logger = Logger(label: "ubiquity.sync")
     ) throws {
         try layout.create()
@@ -82,9 +99,11 @@ public actor ContainerSync {
         self.service = service ?? client
         self.device = device
         self.configuration = configuration
-        self.state = try LocalStateStore(url: layout.stateDatabase)
-        self.scanner = LocalScanner(types: types)
+        self.state = try state ?? LocalStateStore(url: layout.stateDatabase)
+        self.disk = configuration.disk
+        self.scanner = LocalScanner(types: types, disk: configuration.disk)
         self.logger = logger
+        if !configuration.disk.blocksThreads { try configuration.disk.createDirectory(at: layout.temporary) }
     }
 
     var container: ContainerID { layout.container }
@@ -108,21 +127,21 @@ public actor ContainerSync {
     ///   the paths file-system events named (none: a round for the service's changes alone).
     public func syncOnce(scanning scope: ScanScope = .everything) async throws {
         let previous = round
-        let next = Task {
+        let next = Task(executorPreference: configuration.taskExecutor) {
             _ = await previous?.result
             do {
-                try await sendQueuedOperations()
+                try await self.sendQueuedOperations()
                 // What changed here is planned and sent first (as soon as possible, and before an app that hears of
                 // the service's changes may quit), then what changed there.
-                try await observeLocal(scope)
-                try await settle()
-                try await observeRemoteChanges()
-                try await settle()
-                try clearStalePartials()
-                try await syncKeyValues()
-                hub.send(.roundEnded(failure: nil))
+                try await self.observeLocal(scope)
+                try await self.settle()
+                try await self.observeRemoteChanges()
+                try await self.settle()
+                try await self.clearStalePartials()
+                try await self.syncKeyValues()
+                self.hub.send(.roundEnded(failure: nil))
             } catch {
-                hub.send(.roundEnded(failure: String(describing: error)))
+                self.hub.send(.roundEnded(failure: String(describing: error)))
                 throw error
             }
         }
@@ -133,6 +152,14 @@ public actor ContainerSync {
             next.cancel()
         }
     }
+
+    /// Runs blocking disk work off Swift concurrency's shared threads when the disk blocks; in place when not.
+    nonisolated func onDisk<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
+        disk.blocksThreads ? try await BlockingWork.run(work) : try work()
+    }
+
+    /// A new identifier, from the configuration's source.
+    nonisolated func newIdentifier() -> UUID { configuration.makeIdentifier() }
 
     /// Marks the sync as driven by a ``ContainerEngine``.
     /// - Throws: ``ProtocolError/Code/engineAlreadyRunning`` when another engine drives it already.
@@ -154,7 +181,7 @@ public actor ContainerSync {
     /// the item's current one any more (a download of the current one is resumed; one under way is left alone).
     func clearStalePartials() throws {
         let suffix = ".download" + Self.partialSuffix
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? []
+        for name in (try? disk.contentsOfDirectory(at: layout.temporary)) ?? []
         where name.hasSuffix(suffix) && downloads[name] == nil {
             let parts = name.dropLast(suffix.count).split(separator: ".")
             let id = parts.first.flatMap { try? ItemID(String($0)) }
@@ -164,15 +191,15 @@ public actor ContainerSync {
             {
                 continue
             }
-            try? FileManager.default.removeItem(at: layout.temporary.appendingPathComponent(name))
+            try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
         }
     }
 
     /// Clears what a stopped engine left in `.ubiquity/tmp/` but partial downloads (resumed when next asked for).
     public func clearTemporaryFiles() {
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: layout.temporary.path)) ?? []
+        for name in (try? disk.contentsOfDirectory(at: layout.temporary)) ?? []
         where !name.hasSuffix(Self.partialSuffix) {
-            try? FileManager.default.removeItem(at: layout.temporary.appendingPathComponent(name))
+            try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
         }
     }
 }

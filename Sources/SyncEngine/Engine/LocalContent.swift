@@ -27,30 +27,28 @@ public struct LocalContent: Sendable, Hashable {
     /// Where each chunk's bytes are.
     public var sources: [ChunkHash: Source]
 
-    /// The content of the file at `url`.
-    public init(file url: URL, chunker: FileChunker) throws {
-        let chunked = try chunker.chunksAndContentHash(ofFileAt: url)
+    /// The content of the file at `url` on `disk`.
+    public init(file url: URL, chunker: FileChunker, disk: any LocalDisk = PosixDisk()) throws {
+        let chunked = try disk.chunksAndContentHash(ofFileAt: url, chunker: chunker)
         manifest = chunked.manifest
         contentHash = chunked.contentHash
         size = chunked.size
         sources = Self.sources(of: chunked.chunks, in: url)
     }
 
-    /// The content of the package at `url`: every member, files chunked, in path order.
-    public init(package url: URL, chunker: FileChunker) throws {
+    /// The content of the package at `url` on `disk`: every member, files chunked, in path order.
+    public init(package url: URL, chunker: FileChunker, disk: any LocalDisk = PosixDisk()) throws {
         var entries: [PackageEntry] = []
         var sources: [ChunkHash: Source] = [:]
         var total: Int64 = 0
-        let members = (FileManager.default.enumerator(atPath: url.path)?.allObjects as? [String] ?? []).sorted()
-        for member in members where !LocalScanner.isTemporary(member) {
+        for member in disk.subpaths(of: url).sorted() where !LocalScanner.isTemporary(member) {
             let memberURL = url.appendingPathComponent(member)
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: memberURL.path, isDirectory: &isDirectory) else { continue }
+            guard let found = disk.identity(at: memberURL) else { continue }
             let path = try ItemPath(member)
-            if isDirectory.boolValue {
+            if found.isDirectory {
                 entries.append(PackageEntry(path: path, kind: .directory))
             } else {
-                let chunked = try chunker.chunksAndContentHash(ofFileAt: memberURL)
+                let chunked = try disk.chunksAndContentHash(ofFileAt: memberURL, chunker: chunker)
                 entries.append(PackageEntry(path: path, kind: .file, chunks: chunked.chunks))
                 sources.merge(Self.sources(of: chunked.chunks, in: memberURL)) { first, _ in first }
                 total += chunked.size

@@ -41,15 +41,20 @@ public struct LocalScanner: Sendable {
 
     /// The types that tell packages from folders.
     public let types: DocumentTypeRegistry
+    /// The disk scanned.
+    public let disk: any LocalDisk
 
-    /// Creates a scanner.
-    public init(types: DocumentTypeRegistry = .default) { self.types = types }
+    /// Creates a scanner of `disk` (the machine's file system by default).
+    public init(types: DocumentTypeRegistry = .default, disk: any LocalDisk = PosixDisk()) {
+        self.types = types
+        self.disk = disk
+    }
 
     /// Scans `folder` (a container's folder).
     /// - Throws: The error of a folder that cannot be read (the container's own folder missing included).
     public func scan(_ folder: URL) throws -> Result {
         var result = Result()
-        try walk(folder.path, relative: "", into: &result)
+        try walk(folder, relative: "", into: &result)
         return result
     }
 
@@ -60,28 +65,7 @@ public struct LocalScanner: Sendable {
         var result = Result()
         for path in Set(paths.map(itemRoot)).sorted() where !path.isEmpty {
             if Self.isTemporary(path) { continue }
-            let full = folder.path + "/" + path
-            var info = stat()
-            guard lstat(full, &info) == 0 else { continue }
-            let type = info.st_mode & S_IFMT
-            guard type == S_IFREG || type == S_IFDIR else {
-                result.skipped[path] = type == S_IFLNK ? "symbolic links are not synced" : "not a file or folder"
-                continue
-            }
-            guard let itemPath = try? ItemPath(path) else {
-                result.skipped[path] = "not a valid item path"
-                continue
-            }
-            if type == S_IFREG {
-                result.items[itemPath] = ScannedItem(path: itemPath, kind: .file, identity: LocalFileIdentity(info))
-            } else if types.isPackageExtension((path as NSString).pathExtension) {
-                result.items[itemPath] = ScannedItem(
-                    path: itemPath, kind: .package, identity: packageIdentity(full, info))
-            } else {
-                result.items[itemPath] = ScannedItem(
-                    path: itemPath, kind: .directory, identity: LocalFileIdentity(info))
-                try? walk(full, relative: path, into: &result)
-            }
+            try? add(folder.appendingPathComponent(path), relative: path, into: &result)
         }
         return result
     }
@@ -104,59 +88,60 @@ public struct LocalScanner: Sendable {
         return components.joined(separator: "/")
     }
 
-    private func walk(_ directory: String, relative: String, into result: inout Result) throws {
-        for name in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() {
+    private func walk(_ directory: URL, relative: String, into result: inout Result) throws {
+        for name in try disk.contentsOfDirectory(at: directory).sorted() {
             if relative.isEmpty && name == ItemPath.reservedFolderName { continue }
             if TemporaryFileName.isTemporary(name) { continue }  // a save under way: its result is what syncs
-            let full = directory + "/" + name
-            let relativePath = relative.isEmpty ? name : relative + "/" + name
-            var info = stat()
-            guard lstat(full, &info) == 0 else { continue }  // gone since it was listed
-            let type = info.st_mode & S_IFMT
-            guard type == S_IFREG || type == S_IFDIR else {
-                result.skipped[relativePath] =
-                    type == S_IFLNK ? "symbolic links are not synced" : "not a file or folder"
-                continue
-            }
-            let path: ItemPath
-            do {
-                path = try ItemPath(relativePath)
-            } catch {
-                result.skipped[relativePath] = error.message
-                continue
-            }
-            if type == S_IFREG {
-                result.items[path] = ScannedItem(path: path, kind: .file, identity: LocalFileIdentity(info))
-            } else if types.isPackageExtension((name as NSString).pathExtension) {
-                result.items[path] = ScannedItem(path: path, kind: .package, identity: packageIdentity(full, info))
-            } else {
-                result.items[path] = ScannedItem(path: path, kind: .directory, identity: LocalFileIdentity(info))
-                try walk(full, relative: relativePath, into: &result)
-            }
+            try add(
+                directory.appendingPathComponent(name), relative: relative.isEmpty ? name : relative + "/" + name,
+                into: &result)
+        }
+    }
+
+    /// Reports what is at `url` (`relative` in the container), and what is below it when it is a folder.
+    /// - Throws: The error of a folder below that cannot be read.
+    private func add(_ url: URL, relative: String, into result: inout Result) throws {
+        guard let found = disk.identity(at: url) else { return }  // gone since it was listed
+        let type = found.mode & UInt32(S_IFMT)
+        guard type == UInt32(S_IFREG) || type == UInt32(S_IFDIR) else {
+            result.skipped[relative] =
+                type == UInt32(S_IFLNK) ? "symbolic links are not synced" : "not a file or folder"
+            return
+        }
+        let path: ItemPath
+        do {
+            path = try ItemPath(relative)
+        } catch {
+            result.skipped[relative] = error.message
+            return
+        }
+        if type == UInt32(S_IFREG) {
+            result.items[path] = ScannedItem(path: path, kind: .file, identity: found)
+        } else if types.isPackageExtension((relative as NSString).pathExtension) {
+            result.items[path] = ScannedItem(path: path, kind: .package, identity: packageIdentity(url, found))
+        } else {
+            result.items[path] = ScannedItem(path: path, kind: .directory, identity: found)
+            try walk(url, relative: relative, into: &result)
         }
     }
 
     /// The identity of the item at `url` as a scan would report it.
+    /// - Throws: `ENOENT` when nothing is there.
     public func identity(of url: URL, kind: ItemKind) throws -> LocalFileIdentity {
-        var info = stat()
-        guard lstat(url.path, &info) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        return kind == .package ? packageIdentity(url.path, info) : LocalFileIdentity(info)
+        guard let found = disk.identity(at: url) else { throw POSIXError(.ENOENT) }
+        return kind == .package ? packageIdentity(url, found) : found
     }
 
     /// A package's identity: its folder's device and inode, its members' total size, and the latest modification
     /// and status change of the folder and every member — so any change inside shows.
-    private func packageIdentity(_ path: String, _ info: stat) -> LocalFileIdentity {
-        var identity = LocalFileIdentity(info)
+    private func packageIdentity(_ url: URL, _ folder: LocalFileIdentity) -> LocalFileIdentity {
+        var identity = folder
         identity.size = 0
-        guard let members = FileManager.default.enumerator(atPath: path) else { return identity }
-        while let member = members.nextObject() as? String {
-            if Self.isTemporary(member) { continue }
-            var memberInfo = stat()
-            guard lstat(path + "/" + member, &memberInfo) == 0 else { continue }
-            let memberIdentity = LocalFileIdentity(memberInfo)
-            if memberInfo.st_mode & S_IFMT == S_IFREG { identity.size += memberIdentity.size }
-            identity.modified = max(identity.modified, memberIdentity.modified)
-            identity.changed = max(identity.changed, memberIdentity.changed)
+        for member in disk.subpaths(of: url) where !Self.isTemporary(member) {
+            guard let found = disk.identity(at: url.appendingPathComponent(member)) else { continue }
+            if found.mode & UInt32(S_IFMT) == UInt32(S_IFREG) { identity.size += found.size }
+            identity.modified = max(identity.modified, found.modified)
+            identity.changed = max(identity.changed, found.changed)
         }
         return identity
     }

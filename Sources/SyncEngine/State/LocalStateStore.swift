@@ -6,7 +6,7 @@ import UbiquityProtocol
 /// item (its observations, ``StoredItem``), and small values such as the container's feed token. Every write is one transaction, so a killed engine
 /// finds the state of its last completed step.
 public struct LocalStateStore: Sendable {
-    let pool: DatabasePool
+    let pool: any DatabaseWriter
 
     /// Opens (creating and migrating as needed) the database at `url`.
     public init(url: URL) throws {
@@ -14,6 +14,22 @@ public struct LocalStateStore: Sendable {
         configuration.busyMode = .timeout(10)
         pool = try DatabasePool(path: url.path, configuration: configuration)
         try Self.migrator.migrate(pool)
+    }
+
+    private init(memory: DatabaseQueue) throws {
+        pool = memory
+        try Self.migrator.migrate(pool)
+    }
+
+    /// A new, empty database in memory: the engine's simulation keeps each device's state so.
+    public static func inMemory() throws -> LocalStateStore { try LocalStateStore(memory: DatabaseQueue()) }
+
+    /// A copy in memory of everything committed so far: what a device's engine finds when it starts again after
+    /// being killed now (the simulation's crash), while the killed engine goes on writing only its own copy.
+    public func snapshot() throws -> LocalStateStore {
+        let copy = try DatabaseQueue()
+        try pool.backup(to: copy)
+        return try LocalStateStore(memory: copy)
     }
 
     static var migrator: DatabaseMigrator {

@@ -1,0 +1,73 @@
+import DocumentKit
+import Foundation
+
+/// The file system as the engine uses it: every look at and change to a container's folder (its items, partial
+/// downloads, version copies) goes through these few calls. ``PosixDisk`` is the real one; the engine's simulation
+/// hands in a disk of its own (in memory, on a simulated clock), so the same scans, checks and coordinated writes
+/// run against a simulated world.
+///
+/// What is decided stays in the engine: a disk only does what it is told, the way the system calls it stands for
+/// do (`lstat`, `rename`, `rmdir`, `pread` …), and reports what it finds.
+public protocol LocalDisk: Sendable {
+    /// What is at `url` (a final symbolic link not followed), with its identity taken now; `nil` when nothing is.
+    /// The identity's ``FileIdentity/mode`` tells a file from a folder from anything else.
+    func identity(at url: URL) -> FileIdentity?
+    /// The names in the folder at `url`, in no particular order.
+    func contentsOfDirectory(at url: URL) throws -> [String]
+    /// Makes the folder at `url` and any missing parent; nothing when it exists.
+    func createDirectory(at url: URL) throws
+    /// Removes the file or folder at `url`, and everything inside it.
+    func removeItem(at url: URL) throws
+    /// Removes the folder at `url` if it is empty (`rmdir`). Returns `false` when something is inside it; `true` when
+    /// it was removed or nothing was there.
+    func removeEmptyDirectory(at url: URL) -> Bool
+    /// Moves the item at `source` to `target`, which must not exist.
+    func moveItem(at source: URL, to target: URL) throws
+    /// Puts the item at `source` in the place of `target` in one step (`rename`): a file there is replaced.
+    func replaceItem(at target: URL, withItemAt source: URL) throws
+    /// Opens the file at `url` for reading and writing, creating it empty when missing.
+    func openFile(at url: URL) throws -> any DiskFile
+    /// Opens the file at `url` for reading.
+    func openFileForReading(at url: URL) throws -> any DiskFile
+    /// Chunks the file at `url` and hashes its content in the same pass.
+    func chunksAndContentHash(ofFileAt url: URL, chunker: FileChunker) throws -> ChunkedContent
+    /// Whether work on this disk blocks a thread long enough to be moved off Swift concurrency's shared threads
+    /// (a real disk); a disk in memory answers at once and is used in place.
+    var blocksThreads: Bool { get }
+}
+
+/// An open file of a ``LocalDisk``; closed when let go.
+public protocol DiskFile: AnyObject {
+    /// `count` bytes from `offset`, or `nil` when the file holds fewer.
+    func read(at offset: Int64, count: Int) -> Data?
+    /// Writes `data` at `offset`.
+    func write(_ data: Data, at offset: Int64) throws
+    /// Cuts or extends the file to `size` bytes.
+    func truncate(to size: Int64) throws
+    /// Makes what was written durable (`fsync`).
+    func synchronize() throws
+}
+
+extension LocalDisk {
+    /// Whether anything is at `url`.
+    func exists(_ url: URL) -> Bool { identity(at: url) != nil }
+
+    /// Whether a folder is at `url`.
+    func isDirectory(_ url: URL) -> Bool { identity(at: url)?.isDirectory == true }
+
+    /// Every path below the folder at `url`, relative to it, depth first in name order: what a walk of a package
+    /// finds.
+    func subpaths(of url: URL) -> [String] {
+        var found: [String] = []
+        func walk(_ folder: URL, _ relative: String) {
+            for name in ((try? contentsOfDirectory(at: folder)) ?? []).sorted() {
+                let path = relative.isEmpty ? name : relative + "/" + name
+                found.append(path)
+                let member = folder.appendingPathComponent(name)
+                if isDirectory(member) { walk(member, path) }
+            }
+        }
+        walk(url, "")
+        return found
+    }
+}

@@ -1,0 +1,87 @@
+import DocumentKit
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The machine's file system, through its system calls: the engine's disk unless another is handed in.
+public struct PosixDisk: LocalDisk {
+    /// The file system.
+    public init() {}
+
+    public func identity(at url: URL) -> FileIdentity? { FileIdentity.of(path: url.path) }
+
+    public func contentsOfDirectory(at url: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: url.path)
+    }
+
+    public func createDirectory(at url: URL) throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    public func removeItem(at url: URL) throws { try FileManager.default.removeItem(at: url) }
+
+    public func removeEmptyDirectory(at url: URL) -> Bool { rmdir(url.path) == 0 || errno == ENOENT }
+
+    public func moveItem(at source: URL, to target: URL) throws {
+        try FileManager.default.moveItem(at: source, to: target)
+    }
+
+    public func replaceItem(at target: URL, withItemAt source: URL) throws {
+        guard rename(source.path, target.path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    public func openFile(at url: URL) throws -> any DiskFile {
+        try PosixFile(url, flags: O_RDWR | O_CREAT | O_CLOEXEC)
+    }
+
+    public func openFileForReading(at url: URL) throws -> any DiskFile {
+        try PosixFile(url, flags: O_RDONLY | O_CLOEXEC)
+    }
+
+    public func chunksAndContentHash(ofFileAt url: URL, chunker: FileChunker) throws -> ChunkedContent {
+        try chunker.chunksAndContentHash(ofFileAt: url)
+    }
+
+    public var blocksThreads: Bool { true }
+}
+
+/// A file open through its descriptor.
+final class PosixFile: DiskFile {
+    private let descriptor: Int32
+
+    init(_ url: URL, flags: Int32) throws {
+        descriptor = open(url.path, flags, 0o644)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    deinit { close(descriptor) }
+
+    func read(at offset: Int64, count: Int) -> Data? {
+        var data = Data(count: count)
+        let read = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
+        return read == count ? data : nil
+    }
+
+    func write(_ data: Data, at offset: Int64) throws {
+        var done = 0
+        while done < data.count {
+            let written = data.withUnsafeBytes {
+                pwrite(descriptor, $0.baseAddress! + done, data.count - done, off_t(offset) + off_t(done))
+            }
+            guard written > 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            done += written
+        }
+    }
+
+    func truncate(to size: Int64) throws {
+        guard ftruncate(descriptor, off_t(size)) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+
+    func synchronize() throws {
+        guard fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    }
+}
