@@ -138,7 +138,8 @@ let package = Package(
         .target(
             name: "SyncSimulation",
             dependencies: [
-                "SyncEngine", "UbiquityProtocol", "UbiquityServer", .product(name: "Crypto", package: "swift-crypto"),
+                "DocumentKit", "SyncEngine", "UbiquityProtocol", "UbiquityServer",
+                .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/SyncSimulation"
         ),

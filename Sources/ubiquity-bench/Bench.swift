@@ -28,7 +28,11 @@ struct Bench: AsyncParsableCommand {
     @Flag(help: "sim: print every history's trace.")
     var trace = false
 
-    @Flag(help: "sim: remove local copies of deleted items without checking them again (the old engine's race).")
+    @Flag(
+        help: """
+            sim: remove local copies of deleted items without checking them again (the old engine's race); \
+            sim.engine: check local copies against what the last scan saw.
+            """)
     var uncheckedRemoval = false
 
     mutating func run() async throws {
@@ -44,6 +48,11 @@ struct Bench: AsyncParsableCommand {
             guard histories >= 1 else { throw ValidationError("--histories must be at least 1") }
             return try SimulationBenchmark.run(
                 histories: histories, seed: seed, trace: trace, uncheckedRemoval: uncheckedRemoval)
+        }
+        if name == EngineSimulationBenchmark.name {
+            guard histories >= 1 else { throw ValidationError("--histories must be at least 1") }
+            return try EngineSimulationBenchmark.run(
+                histories: histories, seed: seed, trace: trace, staleChecks: uncheckedRemoval)
         }
         let parent = directory.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
         for benchmark in selected {
@@ -77,6 +86,9 @@ struct Benchmark: Sendable {
         Benchmark(name: PlannerBenchmark.name) { _ in PlannerBenchmark.run() },
         Benchmark(name: SimulationBenchmark.name) { _ in
             try SimulationBenchmark.run(histories: 2_000, seed: 1, trace: false)
+        },
+        Benchmark(name: EngineSimulationBenchmark.name) { _ in
+            try EngineSimulationBenchmark.run(histories: 500, seed: 1, trace: false)
         },
     ]
 

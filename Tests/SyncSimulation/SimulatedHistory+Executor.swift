@@ -59,6 +59,12 @@ extension SimulatedHistory {
                 record = false
                 log("\(name) deleted \(id.short) on the service")
             } catch {
+                if error.code == .itemNotFound, basedOn == nil {
+                    devices[index].items[id] = nil
+                    record = false
+                    log("\(name) \(id.short) never reached the service")
+                    break
+                }
                 guard error.code == .staleDelete, let view = service.view(of: id) else {
                     return log("\(name) delete: \(error.code)")
                 }

@@ -71,7 +71,11 @@ extension ContainerSync {
         }
         let assembled = try await assembleOnce(version, of: item, purpose: "version")
         try disk.createDirectory(at: folder)
-        if !disk.exists(copy) { try disk.moveItem(at: assembled, to: copy) }
+        if disk.exists(copy) {
+            try? disk.removeItem(at: assembled)  // another request put the copy there first
+        } else {
+            try disk.moveItem(at: assembled, to: copy)
+        }
         return copy
     }
 

@@ -17,8 +17,22 @@ extension ContainerSync {
             try store(item)
 
         case .createRemote(let id, let path, let kind):
-            let answer = try await service.createItem(CreateItemRequest(id: id, path: path, kind: kind), in: container)
-            item.observation.recordCreated(Self.view(of: answer.item, content: nil))
+            if kind != .directory, !item.observation.requests.contains(.firstUpload) {
+                // Remembered before it is sent: if the answer is lost and the local copy goes, the record goes too.
+                item.observation.requests.insert(.firstUpload)
+                try store(item)
+            }
+            let record: RemoteView
+            do {
+                let answer = try await service.createItem(
+                    CreateItemRequest(id: id, path: path, kind: kind), in: container)
+                record = Self.view(of: answer.item, content: nil)
+            } catch let error as ProtocolError where error.code == .itemExists {
+                // Created by a request whose answer was lost, and moved here since: the record is the service's,
+                // and the move goes up next.
+                record = Self.view(of: try await service.item(id, in: container))
+            }
+            item.observation.recordCreated(record)
             item.uploadError = nil
             try store(item)
 
@@ -39,6 +53,8 @@ extension ContainerSync {
             do {
                 _ = try await service.deleteItem(id, basedOn: basedOn, in: container)
                 try commit([RecordWrite(removing: id)])
+            } catch let error as ProtocolError where error.code == .itemNotFound && basedOn == nil {
+                try commit([RecordWrite(removing: id)])  // a creation that never reached the service
             } catch let error as ProtocolError where error.code == .staleDelete {
                 // Edited elsewhere meanwhile: the edit wins; the item comes back with the service's version.
                 let detail = try await service.item(id, in: container)

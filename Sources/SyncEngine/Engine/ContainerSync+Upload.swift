@@ -1,3 +1,4 @@
+import Crypto
 import DocumentKit
 import Foundation
 import NIOCore
@@ -89,8 +90,11 @@ extension ContainerSync {
         var chunks: [(hash: ChunkHash, bytes: ByteBuffer)] = []
         var total: Int64 = 0
         for (hash, source) in batch {
-            let file = try disk.openFileForReading(at: source.file)
-            guard let bytes = file.read(at: source.offset, count: Int(source.size)) else { throw POSIXError(.EIO) }
+            // The file may have been saved over since it was chunked: what no longer holds the chunk is read again.
+            guard let file = try? disk.openFileForReading(at: source.file),
+                let bytes = file.read(at: source.offset, count: Int(source.size)),
+                (try? ChunkHash(digest: SHA256.hash(data: bytes))) == hash
+            else { throw ContentChangedWhileRead() }
             chunks.append((hash, ByteBuffer(bytes: bytes)))
             total += source.size
         }

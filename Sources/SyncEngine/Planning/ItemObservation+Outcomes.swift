@@ -19,6 +19,7 @@ extension ItemObservation {
         remote = record
         synced = SyncedView(
             path: record.path, kind: record.kind, identity: record.kind == .directory ? local?.identity : nil)
+        if record.kind != .directory, record.version == nil { requests.insert(.firstUpload) }
     }
 
     /// An upload of the local copy `identity` (content `hash`, `size` bytes) was committed as `version`. When it
@@ -29,6 +30,7 @@ extension ItemObservation {
         _ version: VersionID, hash: ChunkHash, size: Int64, identity: LocalFileIdentity, record: RemoteView
     ) {
         remote = record
+        requests.remove(.firstUpload)
         let path = synced?.path ?? record.path
         if record.version == version || record.contentHash == hash {
             synced = SyncedView(

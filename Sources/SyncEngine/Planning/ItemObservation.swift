@@ -128,4 +128,7 @@ public struct ItemRequests: OptionSet, Hashable, Sendable, Codable {
     public static let evict = ItemRequests(rawValue: 1 << 1)
     /// Evicted on request: not downloaded again by the eager policy, only when asked.
     public static let keepEvicted = ItemRequests(rawValue: 1 << 2)
+    /// Created on the service by this device, its first content not gone up yet: if the local copy goes first, the
+    /// empty record goes too (else it would hold the path on every device with nothing in it).
+    public static let firstUpload = ItemRequests(rawValue: 1 << 3)
 }

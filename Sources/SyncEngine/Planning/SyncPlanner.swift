@@ -142,6 +142,10 @@ public struct SyncPlanner: Sendable {
         }
         // 3. Deleted here.
         guard let local else {
+            if synced.identity == nil, remote.version == nil, item.requests.contains(.firstUpload) {
+                // Created here and gone before its content went up: the empty record goes too.
+                return .deleteRemote(id, basedOn: nil)
+            }
             if synced.identity == nil {
                 // A placeholder: nothing was here to delete.
                 return placeholderStep(item, remote: remote, synced: synced, configuration: configuration)
@@ -226,9 +230,11 @@ public struct SyncPlanner: Sendable {
     /// Rule 1: an item the two sides never agreed on.
     private static func firstAgreement(_ item: ItemObservation, context: Context) -> SyncOperation? {
         let id = item.id
+        let owed = item.requests.contains(.firstUpload)
         switch (item.remote, item.local) {
         case (nil, nil):
-            return .forget(id)
+            // A creation that may have reached the service (its answer lost) is undone before the item is forgotten.
+            return owed ? .deleteRemote(id, basedOn: nil) : .forget(id)
         case (nil, let local?):
             if let owner = context.remoteOwners[local.path.collisionKey], owner != id {
                 // Another item holds the path on the service. The same folder, or the same content, is that item
@@ -237,6 +243,7 @@ public struct SyncPlanner: Sendable {
             }
             return .createRemote(id, path: local.path, kind: local.kind)
         case (let remote?, nil):
+            if owed, !remote.isDeleted, remote.version == nil { return .deleteRemote(id, basedOn: nil) }
             return remote.isDeleted ? .forget(id) : .recordPlaceholder(id, remote)
         case (let remote?, let local?):
             if remote.isDeleted || remote.path != local.path {

@@ -1,0 +1,340 @@
+import DocumentKit
+import Foundation
+import Synchronization
+import SyncEngine
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The simulation's clock, in nanoseconds since 1970: moved on only by the history, read by every disk.
+final class SimulatedClock: Sendable {
+    private let nanoseconds: Mutex<Int64>
+
+    init(_ start: Int64 = 1_700_000_000_000_000_000) { nanoseconds = Mutex(start) }
+
+    var now: Int64 { nanoseconds.withLock { $0 } }
+
+    func advance(by amount: Int64) { nanoseconds.withLock { $0 += amount } }
+}
+
+/// One device's disk, in memory: files and folders by absolute path, with inodes and modification and status-change
+/// times taken from the simulated clock (so two writes in one tick leave the same times, as on a coarse file system).
+/// It outlives the engines that use it: a crashed engine's successor finds the disk as it was.
+final class SimulatedVolume: @unchecked Sendable {
+    struct Node {
+        var isDirectory: Bool
+        var inode: UInt64
+        var bytes: [UInt8] = []
+        var modified: Int64
+        var changed: Int64
+    }
+
+    let device: UInt64
+    let clock: SimulatedClock
+    private let lock = NSLock()
+    private var nodes: [String: Node] = [:]
+    private var nextInode: UInt64 = 1
+
+    init(device: UInt64, clock: SimulatedClock) {
+        self.device = device
+        self.clock = clock
+    }
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    private static func parent(of path: String) -> String { (path as NSString).deletingLastPathComponent }
+
+    private func newInode() -> UInt64 {
+        defer { nextInode += 1 }
+        return nextInode
+    }
+
+    // MARK: What the disk does
+
+    func identity(at path: String) -> FileIdentity? {
+        locked {
+            guard let node = nodes[path] else { return nil }
+            var identity = FileIdentity(
+                device: device, inode: node.inode, size: Int64(node.bytes.count), modified: node.modified,
+                changed: node.changed)
+            identity.mode = node.isDirectory ? UInt32(S_IFDIR) | 0o755 : UInt32(S_IFREG) | 0o644
+            identity.capturedAt = clock.now
+            return identity
+        }
+    }
+
+    func children(of path: String) throws -> [String] {
+        try locked {
+            guard let node = nodes[path] else { throw POSIXError(.ENOENT) }
+            guard node.isDirectory else { throw POSIXError(.ENOTDIR) }
+            let prefix = path + "/"
+            return nodes.keys.filter { $0.hasPrefix(prefix) && !$0.dropFirst(prefix.count).contains("/") }
+                .map { String($0.dropFirst(prefix.count)) }
+        }
+    }
+
+    func makeDirectory(_ path: String) throws {
+        try locked { try makeDirectoryLocked(path) }
+    }
+
+    private func makeDirectoryLocked(_ path: String) throws {
+        if let node = nodes[path] {
+            guard node.isDirectory else { throw POSIXError(.EEXIST) }
+            return
+        }
+        let parent = Self.parent(of: path)
+        if parent != path, parent != "/" { try makeDirectoryLocked(parent) }
+        let now = clock.now
+        nodes[path] = Node(isDirectory: true, inode: newInode(), modified: now, changed: now)
+    }
+
+    func remove(_ path: String) throws {
+        try locked {
+            guard nodes[path] != nil else { throw POSIXError(.ENOENT) }
+            let prefix = path + "/"
+            for key in nodes.keys where key == path || key.hasPrefix(prefix) { nodes[key] = nil }
+        }
+    }
+
+    func removeEmptyDirectory(_ path: String) -> Bool {
+        locked {
+            guard let node = nodes[path] else { return true }
+            let prefix = path + "/"
+            guard node.isDirectory, !nodes.keys.contains(where: { $0.hasPrefix(prefix) }) else { return false }
+            nodes[path] = nil
+            return true
+        }
+    }
+
+    /// `rename(2)`: onto nothing, or (with `replacing`) onto a file; a folder moves with everything inside it.
+    func rename(_ source: String, to target: String, replacing: Bool) throws {
+        try locked {
+            guard var node = nodes[source] else { throw POSIXError(.ENOENT) }
+            guard nodes[Self.parent(of: target)]?.isDirectory == true else { throw POSIXError(.ENOENT) }
+            if let existing = nodes[target] {
+                guard replacing else { throw POSIXError(.EEXIST) }
+                guard !existing.isDirectory, !node.isDirectory else { throw POSIXError(.EISDIR) }
+            }
+            guard !target.hasPrefix(source + "/") else { throw POSIXError(.EINVAL) }
+            let prefix = source + "/"
+            let moved = nodes.filter { $0.key.hasPrefix(prefix) }
+            for key in moved.keys { nodes[key] = nil }
+            nodes[source] = nil
+            node.changed = clock.now
+            nodes[target] = node
+            for (key, member) in moved { nodes[target + "/" + key.dropFirst(prefix.count)] = member }
+        }
+    }
+
+    /// The inode of the file at `path`, made empty when missing.
+    func openFile(_ path: String, create: Bool) throws -> UInt64 {
+        try locked {
+            if let node = nodes[path] {
+                guard !node.isDirectory else { throw POSIXError(.EISDIR) }
+                return node.inode
+            }
+            guard create else { throw POSIXError(.ENOENT) }
+            guard nodes[Self.parent(of: path)]?.isDirectory == true else { throw POSIXError(.ENOENT) }
+            let now = clock.now
+            let inode = newInode()
+            nodes[path] = Node(isDirectory: false, inode: inode, modified: now, changed: now)
+            return inode
+        }
+    }
+
+    /// Changes the file with `inode`, wherever it is now (an open file follows its inode, not its path); a file
+    /// removed since is written nowhere.
+    func change(inode: UInt64, _ body: (inout [UInt8]) throws -> Void) rethrows {
+        try locked {
+            guard let path = nodes.first(where: { !$0.value.isDirectory && $0.value.inode == inode })?.key else {
+                return
+            }
+            try body(&nodes[path]!.bytes)
+            nodes[path]!.modified = clock.now
+            nodes[path]!.changed = clock.now
+        }
+    }
+
+    func bytes(inode: UInt64) -> [UInt8]? {
+        locked { nodes.values.first { !$0.isDirectory && $0.inode == inode }?.bytes }
+    }
+
+    // MARK: What a user does
+
+    /// The file at `path`, when one is there.
+    func file(at path: String) -> Node? { locked { nodes[path].flatMap { $0.isDirectory ? nil : $0 } } }
+
+    /// Every file below `folder`, by path relative to it.
+    func files(below folder: String) -> [String: Node] {
+        locked {
+            let prefix = folder + "/"
+            var found: [String: Node] = [:]
+            for (path, node) in nodes where !node.isDirectory && path.hasPrefix(prefix) {
+                found[String(path.dropFirst(prefix.count))] = node
+            }
+            return found
+        }
+    }
+
+    /// Writes `bytes` into the file at `path`, in place (the same inode) when one is there. Returns the inode.
+    @discardableResult
+    func write(_ bytes: [UInt8], at path: String) throws -> UInt64 {
+        let inode = try openFile(path, create: true)
+        change(inode: inode) { $0 = bytes }
+        return inode
+    }
+
+    /// A safe save: `bytes` written to a new file, renamed over `path`. Returns the new inode.
+    @discardableResult
+    func saveSafely(_ bytes: [UInt8], at path: String) throws -> UInt64 {
+        let temporary = Self.parent(of: path) + "/." + (path as NSString).lastPathComponent + ".\(nextInode).tmp"
+        let inode = try write(bytes, at: temporary)
+        try rename(temporary, to: path, replacing: true)
+        return inode
+    }
+}
+
+/// What a simulated engine does when it is killed: thrown from the disk call that was its last.
+struct SimulatedCrash: Error {}
+
+/// One engine's view of its device's disk: the ``LocalDisk`` it is given. Once the engine is killed the view
+/// refuses everything, so nothing a dead engine still runs reaches the disk; and every change it makes may be the
+/// engine's last (``afterChange``).
+final class SimulatedDisk: LocalDisk, @unchecked Sendable {
+    let volume: SimulatedVolume
+    private let alive = Mutex(true)
+    /// Called after each change the engine makes to the disk: it may kill the engine there (and throw).
+    let afterChange: @Sendable () throws -> Void
+    /// Called on every call, to check the simulation runs everything on its own thread.
+    let onCall: @Sendable () -> Void
+
+    init(
+        volume: SimulatedVolume, afterChange: @escaping @Sendable () throws -> Void,
+        onCall: @escaping @Sendable () -> Void
+    ) {
+        self.volume = volume
+        self.afterChange = afterChange
+        self.onCall = onCall
+    }
+
+    /// Cuts the engine off its disk.
+    func kill() { alive.withLock { $0 = false } }
+
+    var isAlive: Bool { alive.withLock { $0 } }
+
+    private func check() throws {
+        onCall()
+        guard isAlive else { throw SimulatedCrash() }
+    }
+
+    private func changed() throws {
+        try afterChange()
+    }
+
+    func identity(at url: URL) -> FileIdentity? {
+        onCall()
+        return isAlive ? volume.identity(at: url.path) : nil
+    }
+
+    func contentsOfDirectory(at url: URL) throws -> [String] {
+        try check()
+        return try volume.children(of: url.path)
+    }
+
+    func createDirectory(at url: URL) throws {
+        try check()
+        try volume.makeDirectory(url.path)
+        try changed()
+    }
+
+    func removeItem(at url: URL) throws {
+        try check()
+        try volume.remove(url.path)
+        try changed()
+    }
+
+    func removeEmptyDirectory(at url: URL) -> Bool {
+        guard (try? check()) != nil else { return false }
+        let removed = volume.removeEmptyDirectory(url.path)
+        return (try? changed()) != nil && removed
+    }
+
+    func moveItem(at source: URL, to target: URL) throws {
+        try check()
+        try volume.rename(source.path, to: target.path, replacing: false)
+        try changed()
+    }
+
+    func replaceItem(at target: URL, withItemAt source: URL) throws {
+        try check()
+        try volume.rename(source.path, to: target.path, replacing: true)
+        try changed()
+    }
+
+    func openFile(at url: URL) throws -> any DiskFile {
+        try check()
+        return SimulatedFileHandle(disk: self, inode: try volume.openFile(url.path, create: true))
+    }
+
+    func openFileForReading(at url: URL) throws -> any DiskFile {
+        try check()
+        return SimulatedFileHandle(disk: self, inode: try volume.openFile(url.path, create: false))
+    }
+
+    func chunksAndContentHash(ofFileAt url: URL, chunker: FileChunker) throws -> ChunkedContent {
+        try check()
+        let inode = try volume.openFile(url.path, create: false)
+        let bytes = volume.bytes(inode: inode) ?? []
+        return bytes.withUnsafeBytes { chunker.chunksAndContentHash(of: $0) }
+    }
+
+    var blocksThreads: Bool { false }
+
+    /// An open file of the simulated disk.
+    final class SimulatedFileHandle: DiskFile {
+        let disk: SimulatedDisk
+        let inode: UInt64
+
+        init(disk: SimulatedDisk, inode: UInt64) {
+            self.disk = disk
+            self.inode = inode
+        }
+
+        func read(at offset: Int64, count: Int) -> Data? {
+            guard (try? disk.check()) != nil, let bytes = disk.volume.bytes(inode: inode),
+                offset + Int64(count) <= bytes.count
+            else { return nil }
+            return Data(bytes[Int(offset)..<Int(offset) + count])
+        }
+
+        func write(_ data: Data, at offset: Int64) throws {
+            try disk.check()
+            disk.volume.change(inode: inode) { bytes in
+                let end = Int(offset) + data.count
+                if bytes.count < end { bytes += [UInt8](repeating: 0, count: end - bytes.count) }
+                bytes.replaceSubrange(Int(offset)..<end, with: data)
+            }
+            try disk.changed()
+        }
+
+        func truncate(to size: Int64) throws {
+            try disk.check()
+            disk.volume.change(inode: inode) { bytes in
+                if bytes.count > size {
+                    bytes.removeLast(bytes.count - Int(size))
+                } else {
+                    bytes += [UInt8](repeating: 0, count: Int(size) - bytes.count)
+                }
+            }
+        }
+
+        func synchronize() throws { try disk.check() }
+    }
+}
