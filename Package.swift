@@ -200,7 +200,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SyncSimulationTests",
-            dependencies: ["SyncEngine", "SyncSimulation", "UbiquityProtocol"]
+            dependencies: ["SyncEngine", "SyncSimulation", "UbiquityProtocol", "UbiquityTestSupport"]
         ),
         .testTarget(
             name: "UbiquityServerTests",

@@ -32,8 +32,8 @@ public final class EngineHistory: @unchecked Sendable {
         /// disk: a check outside the lock followed by an act (the old engine's remote delete). For showing that the
         /// simulation catches what that loses.
         public var staleChecks = false
-        /// Requests and answers go through JSON, as on the wire.
-        public var wireFormat = true
+        /// Requests and answers go through JSON, as on the wire (`nil`: in every other history, by seed).
+        public var wireFormat: Bool? = nil
 
         /// The defaults.
         public init() {}
@@ -186,7 +186,8 @@ public final class EngineHistory: @unchecked Sendable {
             afterChange: { [unowned self] in try self.afterChange(on: device, by: holder) },
             onCall: { [unowned self] in self.checkThread() })
         let service = SimulatedSyncService(
-            world: world, container: container, device: device.saving, usesJSON: self.configuration.wireFormat
+            world: world, container: container, device: device.saving,
+            usesJSON: self.configuration.wireFormat ?? (seed % 2 == 0)
         ) {
             [unowned self] label, work in
             try await self.send(label, work, from: device, by: holder)

@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import NIOCore
-import Synchronization
 import SyncEngine
+import Synchronization
 import UbiquityProtocol
 import UbiquityServer
 
@@ -507,8 +507,7 @@ extension ServiceWorld {
         /// Stores the item's new state: gives up and takes paths (the only step that may refuse, with
         /// ``ProtocolError/Code/pathCollision``, before anything changes), tracks versions and the chunks they use,
         /// and appends the changes to the feed.
-        private mutating func save(_ item: StoredItem, before: StoredItem?, change: ItemChange) throws -> ItemResponse
-        {
+        private mutating func save(_ item: StoredItem, before: StoredItem?, change: ItemChange) throws -> ItemResponse {
             var record = item.record
             record.currentVersion = item.versions.current
             record.isDeleted = item.versions.isDeleted

@@ -1,7 +1,7 @@
 import DocumentKit
 import Foundation
-import Synchronization
 import SyncEngine
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc

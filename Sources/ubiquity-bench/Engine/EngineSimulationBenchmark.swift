@@ -37,7 +37,9 @@ enum EngineSimulationBenchmark {
             } catch let failure as EngineHistory.Failure {
                 failures.append(failure)
             }
-            if trace { for line in history.trace { print(line) } }
+            if trace {
+                FileHandle.standardOutput.write(Data(history.trace.map { $0 + "\n" }.joined().utf8))
+            }
         }
         let seconds = Measure.microseconds(ContinuousClock.now - start) / 1_000_000
         BenchOutput.figure(
