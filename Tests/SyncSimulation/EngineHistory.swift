@@ -195,9 +195,21 @@ public final class EngineHistory: @unchecked Sendable {
         let configuration = ContainerSync.Configuration(
             eagerDownloadLimit: 1 << 20, disk: self.configuration.staleChecks ? StaleDisk(disk) : disk,
             makeIdentifier: { [unowned self] in self.random.uuid() }, taskExecutor: executor)
-        let sync = try ContainerSync(
-            layout: device.layout, client: Self.unusedClient, service: service, device: device.saving,
-            configuration: configuration, state: device.state)
+        // A killed engine's lock was let go; a child process another test spawns at that moment holds a copy of the
+        // lock's descriptor until it starts its program, so taking the lock again may have to wait that long.
+        var attempts = 0
+        var made: ContainerSync?
+        while made == nil {
+            do {
+                made = try ContainerSync(
+                    layout: device.layout, client: Self.unusedClient, service: service, device: device.saving,
+                    configuration: configuration, state: device.state)
+            } catch let error as ProtocolError where error.code == .engineAlreadyRunning && attempts < 2_000 {
+                attempts += 1
+                usleep(1_000)
+            }
+        }
+        let sync = made!
         let engine = Engine(sync: sync, disk: disk, executor: executor)
         holder.engine = engine
         // As the engine's start does: what a killed engine left in its temporary folder goes.
