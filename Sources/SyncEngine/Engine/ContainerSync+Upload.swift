@@ -1,4 +1,3 @@
-import Crypto
 import DocumentKit
 import Foundation
 import NIOCore
@@ -89,16 +88,21 @@ extension ContainerSync {
     ) async throws -> Int64 {
         var chunks: [(hash: ChunkHash, bytes: ByteBuffer)] = []
         var total: Int64 = 0
+        // The file may have been saved over since it was chunked: a file gone or shorter, or bytes the service finds
+        // other than their hash (it checks every chunk, so the engine does not hash them twice), mean the content is
+        // read again.
         for (hash, source) in batch {
-            // The file may have been saved over since it was chunked: what no longer holds the chunk is read again.
             guard let file = try? disk.openFileForReading(at: source.file),
-                let bytes = file.read(at: source.offset, count: Int(source.size)),
-                (try? ChunkHash(digest: SHA256.hash(data: bytes))) == hash
+                let bytes = file.read(at: source.offset, count: Int(source.size))
             else { throw ContentChangedWhileRead() }
             chunks.append((hash, ByteBuffer(bytes: bytes)))
             total += source.size
         }
-        try await service.uploadChunks(chunks, in: container)
+        do {
+            try await service.uploadChunks(chunks, in: container)
+        } catch let error as ProtocolError where error.code == .chunkHashMismatch {
+            throw ContentChangedWhileRead()
+        }
         return total
     }
 
