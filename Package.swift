@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "UbiquityProtocol", targets: ["UbiquityProtocol"]),
         .library(name: "SyncEngine", targets: ["SyncEngine"]),
         .library(name: "UbiquityKit", targets: ["UbiquityKit"]),
+        .library(name: "RecordStore", targets: ["RecordStore"]),
         .library(name: "Grocery", targets: ["Grocery"]),
         .executable(name: "grocery", targets: ["grocery"]),
         .executable(name: "ubiquity", targets: ["ubiquity"]),
@@ -56,6 +57,16 @@ let package = Package(
                 "UbiquityProtocol",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "RecordStore",
+            dependencies: [
+                "DocumentKit",
+                "UbiquityKit",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         // The seeds' sample app: the model (Grocery) and its command line (grocery).
@@ -197,6 +208,10 @@ let package = Package(
                 "grocery",
                 "ubiquity",
             ]
+        ),
+        .testTarget(
+            name: "RecordStoreTests",
+            dependencies: ["RecordStore", "SyncSimulation", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(
             name: "SyncSimulationTests",

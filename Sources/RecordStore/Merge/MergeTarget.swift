@@ -1,0 +1,83 @@
+import Foundation
+
+/// The objects and links a merge changed, as an app sees them.
+package struct MergeChanges: Sendable, Hashable {
+    package var inserted: Set<ManagedObjectID> = []
+    package var updated: Set<ManagedObjectID> = []
+    package var deleted: Set<ManagedObjectID> = []
+
+    package init() {}
+
+    package var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+
+    /// Adds what `other` changed, as if both merges were one.
+    package mutating func formUnion(_ other: MergeChanges) {
+        for id in other.inserted {
+            if deleted.remove(id) != nil { updated.insert(id) } else { inserted.insert(id) }
+        }
+        for id in other.deleted {
+            updated.remove(id)
+            if inserted.remove(id) == nil { deleted.insert(id) }
+        }
+        updated.formUnion(other.updated.subtracting(inserted))
+    }
+}
+
+/// Where a merge reads and writes records and links: memory (``ReplicaState``) or a store's database.
+///
+/// The merge itself is written once, here, for both. Applying logs is a join of registers: in any order and any
+/// number of times, the same logs leave the same records and links.
+package protocol MergeTarget {
+    func record(_ id: ManagedObjectID) throws -> ObjectRecord?
+    mutating func setRecord(_ record: ObjectRecord, for id: ManagedObjectID) throws
+    func link(_ key: LinkKey) throws -> Register<Bool>?
+    mutating func setLink(_ link: Register<Bool>, for key: LinkKey) throws
+}
+
+extension MergeTarget {
+    /// Applies a log after checking all of it against `model`.
+    /// - Returns: The objects inserted, updated and deleted as an app sees them.
+    /// - Throws: ``RecordStoreError/Code/newerModel`` for a log of a newer model (apply it after the upgrade), or
+    ///   ``RecordStoreError/Code/corruptLog``; either way nothing is applied. Errors of the target are passed on.
+    @discardableResult
+    package mutating func apply(_ log: TransactionLog, model: ManagedObjectModel) throws -> MergeChanges {
+        guard log.modelVersion <= model.version else {
+            throw RecordStoreError(
+                .newerModel,
+                "log \(log.sequence) of \(log.device) was written by model \(log.modelVersion), "
+                    + "newer than this app's \(model.version)")
+        }
+        for change in log.changes { try model.check(change) }
+        let stamp = log.stamp
+        var wasLive: [ManagedObjectID: Bool] = [:]
+        var updated: Set<ManagedObjectID> = []
+        for change in log.changes {
+            var record = try record(change.id) ?? ObjectRecord()
+            if wasLive[change.id] == nil { wasLive[change.id] = record.isLive }
+            let before = record
+            if record.merge(change, stamp: stamp) { updated.insert(change.id) }
+            if record != before { try setRecord(record, for: change.id) }
+            for case .object(let target) in change.values.values { updated.insert(target) }
+            for (link, present) in change.linksAdded.map({ ($0, true) }) + change.linksRemoved.map({ ($0, false) }) {
+                let key = LinkKey(source: change.id, relationship: link.relationship, target: link.target)
+                var register = try self.link(key)
+                let before = register
+                if register.merge(Register(present, stamp: stamp)) {
+                    updated.insert(change.id)
+                    updated.insert(link.target)
+                }
+                if register != before, let register { try setLink(register, for: key) }
+            }
+        }
+        var changes = MergeChanges()
+        for (id, wasLive) in wasLive {
+            let isLive = try record(id)?.isLive ?? false
+            if isLive && !wasLive { changes.inserted.insert(id) }
+            if wasLive && !isLive { changes.deleted.insert(id) }
+        }
+        for id in updated where !changes.inserted.contains(id) && !changes.deleted.contains(id) {
+            if try record(id)?.isLive == true { changes.updated.insert(id) }
+        }
+        return changes
+    }
+}

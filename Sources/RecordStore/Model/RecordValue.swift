@@ -1,0 +1,100 @@
+import Foundation
+
+/// A property's value as the store keeps it: an attribute's value, a to-one relationship's object, or nothing.
+///
+/// Values compare and hash by content, so two devices that merge the same logs hold equal values.
+public enum RecordValue: Sendable, Hashable, CustomStringConvertible {
+    /// No value (an optional attribute left empty, or a to-one relationship set to nothing).
+    case null
+    /// Text.
+    case string(String)
+    /// A whole number, for the 16-, 32- and 64-bit integer attribute types.
+    case integer(Int64)
+    /// A floating-point number.
+    case double(Double)
+    /// A decimal number, exact in base ten.
+    case decimal(Decimal)
+    /// A Boolean.
+    case boolean(Bool)
+    /// A moment in time.
+    case date(Date)
+    /// A UUID.
+    case uuid(UUID)
+    /// A URL.
+    case url(URL)
+    /// Bytes; large values are kept beside the database as files of their own.
+    case data(Data)
+    /// The object a to-one relationship points at.
+    case object(ManagedObjectID)
+
+    /// Whether this is ``null``.
+    public var isNull: Bool { if case .null = self { true } else { false } }
+
+    public var description: String {
+        switch self {
+        case .null: "nil"
+        case .string(let value): String(reflecting: value)
+        case .integer(let value): "\(value)"
+        case .double(let value): "\(value)"
+        case .decimal(let value): "\(value)"
+        case .boolean(let value): "\(value)"
+        case .date(let value): "\(value.timeIntervalSinceReferenceDate)"
+        case .uuid(let value): value.uuidString
+        case .url(let value): value.absoluteString
+        case .data(let value): "\(value.count) bytes"
+        case .object(let value): "\(value)"
+        }
+    }
+}
+
+extension RecordValue {
+    /// Wraps a Swift value: `String`, the integer types, `Double`, `Float`, `Decimal`, `Bool`, `Date`, `UUID`, `URL`,
+    /// `Data`, a ``ManagedObject`` or ``ManagedObjectID``, or `nil`.
+    /// - Returns: `nil` when the value has no record form.
+    public init?(_ value: Any?) {
+        guard let value else {
+            self = .null
+            return
+        }
+        switch value {
+        case let value as RecordValue: self = value
+        case let value as String: self = .string(value)
+        case let value as Int: self = .integer(Int64(value))
+        case let value as Int16: self = .integer(Int64(value))
+        case let value as Int32: self = .integer(Int64(value))
+        case let value as Int64: self = .integer(value)
+        case let value as Double: self = .double(value)
+        case let value as Float: self = .double(Double(value))
+        case let value as Decimal: self = .decimal(value)
+        case let value as Bool: self = .boolean(value)
+        case let value as Date: self = .date(value)
+        case let value as UUID: self = .uuid(value)
+        case let value as URL: self = .url(value)
+        case let value as Data: self = .data(value)
+        case let value as ManagedObjectID: self = .object(value)
+        default:
+            if case Optional<Any>.none = value as Any? {
+                self = .null
+                return
+            }
+            return nil
+        }
+    }
+
+    /// The value as a Swift value of its natural type (`Int64` for integers), or `nil` for ``null``.
+    public var anyValue: (any Sendable)? {
+        switch self {
+        case .null: nil
+        case .string(let value): value
+        case .integer(let value): value
+        case .double(let value): value
+        case .decimal(let value): value
+        case .boolean(let value): value
+        case .date(let value): value
+        case .uuid(let value): value
+        case .url(let value): value
+        case .data(let value): value
+        case .object(let value): value
+        }
+    }
+}

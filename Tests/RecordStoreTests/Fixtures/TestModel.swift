@@ -1,0 +1,34 @@
+import Foundation
+import RecordStore
+
+/// The book's chapter-8 model with a list beside it: items and tags many-to-many (tags unique by name), and lists
+/// that hold items one-to-many.
+enum TestModel {
+    static let item = EntityDescription(
+        name: "Item",
+        attributes: [
+            AttributeDescription(name: "title", type: .string, defaultValue: .string("")),
+            AttributeDescription(name: "quantity", type: .integer16, defaultValue: .integer(1)),
+            AttributeDescription(name: "note", type: .string, isOptional: true),
+        ],
+        relationships: [
+            RelationshipDescription(name: "tags", destinationEntityName: "Tag", inverseName: "items", isToMany: true),
+            RelationshipDescription(name: "list", destinationEntityName: "List", inverseName: "items"),
+        ])
+    static let tag = EntityDescription(
+        name: "Tag",
+        attributes: [AttributeDescription(name: "name", type: .string)],
+        relationships: [
+            RelationshipDescription(name: "items", destinationEntityName: "Item", inverseName: "tags", isToMany: true)
+        ],
+        uniquenessKey: ["name"])
+    static let list = EntityDescription(
+        name: "List",
+        attributes: [AttributeDescription(name: "name", type: .string)],
+        relationships: [
+            RelationshipDescription(
+                name: "items", destinationEntityName: "Item", inverseName: "list", isToMany: true,
+                deleteRule: .cascade)
+        ])
+    static let model = ManagedObjectModel(version: 1, entities: [item, tag, list])
+}
