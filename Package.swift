@@ -160,6 +160,7 @@ let package = Package(
             dependencies: [
                 "ChildProcess", "SyncEngine", "UbiquityProtocol", "UbiquityServer",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Tests/UbiquityTestSupport"
         ),
@@ -229,6 +230,7 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ServiceLifecycle
 import SyncEngine
 import UbiquityProtocol
 import UbiquityServer
@@ -10,6 +11,7 @@ public struct LocalService: Sendable {
     public let directory: URL
     public let port: Int
     public let service: UbiquityService
+    private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -29,18 +31,20 @@ public struct LocalService: Sendable {
         let service = try await UbiquityService(configuration: configuration, logger: logger)
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let application = try service.makeApplication { continuation.yield($0.localAddress?.port ?? 0) }
-        // The service runs until `stop()` cancels this task.
-        let task = Task { try await application.run() }
+        // Run as `ubiquity server` runs it, in a service group that `stop()` shuts down gracefully, as SIGTERM does.
+        let group = ServiceGroup(
+            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
+        let task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let bound = await iterator.next() else {
             throw ProtocolError(.internalError, "the service did not start")
         }
-        return LocalService(directory: directory, port: bound, service: service, task: task)
+        return LocalService(directory: directory, port: bound, service: service, group: group, task: task)
     }
 
-    /// Stops the service (its data stays).
+    /// Stops the service gracefully (its data stays): requests under way are answered, connections closed.
     public func stop() async {
-        task.cancel()
+        await group.triggerGracefulShutdown()
         _ = await task.result
     }
 

@@ -99,9 +99,14 @@ public struct UbiquityService: Sendable {
         let routers = Self.routers(
             for: RouteEnvironment(
                 store: store, chunks: chunks, hub: hub, configuration: configuration, metrics: metrics))
-        var server = HTTPServerBuilder.http1WebSocketUpgrade(
-            webSocketRouter: routers.push,
-            configuration: .init(ws: .init(maxFrameSize: 1 << 20, autoPing: .enabled(timePeriod: .seconds(30)))))
+        let webSocketResponder = routers.push.buildResponder()
+        let webSocket = HTTP1WebSocketUpgradeChannel.Configuration(
+            ws: .init(maxFrameSize: 1 << 20, autoPing: .enabled(timePeriod: .seconds(30))))
+        var server = HTTPServerBuilder { responder in
+            UnusedConnectionCloser(
+                HTTP1WebSocketUpgradeChannel(
+                    responder: responder, webSocketResponder: webSocketResponder, configuration: webSocket))
+        }
         if let tls = configuration.tls {
             let certificates = try NIOSSLCertificate.fromPEMFile(tls.certificatePath).map {
                 NIOSSLCertificateSource.certificate($0)
