@@ -196,7 +196,9 @@ public final class EngineHistory: @unchecked Sendable {
             eagerDownloadLimit: 1 << 20, disk: self.configuration.staleChecks ? StaleDisk(disk) : disk,
             makeIdentifier: { [unowned self] in self.random.uuid() }, taskExecutor: executor)
         // A killed engine's lock was let go; a child process another test spawns at that moment holds a copy of the
-        // lock's descriptor until it starts its program, so taking the lock again may have to wait that long.
+        // lock's descriptor until it starts its program, so taking the lock again may have to wait that long. The
+        // only sleep of the simulation, and on purpose: the child's exec is in another test, reported by nothing this
+        // history can await, and the engine lock is taken without blocking (a second engine must fail at once).
         var attempts = 0
         var made: ContainerSync?
         while made == nil {

@@ -9,18 +9,6 @@ package struct MergeChanges: Sendable, Hashable {
     package init() {}
 
     package var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
-
-    /// Adds what `other` changed, as if both merges were one.
-    package mutating func formUnion(_ other: MergeChanges) {
-        for id in other.inserted {
-            if deleted.remove(id) != nil { updated.insert(id) } else { inserted.insert(id) }
-        }
-        for id in other.deleted {
-            updated.remove(id)
-            if inserted.remove(id) == nil { deleted.insert(id) }
-        }
-        updated.formUnion(other.updated.subtracting(inserted))
-    }
 }
 
 /// Where a merge reads and writes records and links: memory (``ReplicaState``) or a store's database.
@@ -62,11 +50,13 @@ extension MergeTarget {
                 let key = LinkKey(source: change.id, relationship: link.relationship, target: link.target)
                 var register = try self.link(key)
                 let before = register
-                if register.merge(Register(present, stamp: stamp)) {
+                register.merge(Register(present, stamp: stamp))
+                if register != before, let register { try setLink(register, for: key) }
+                // A link that never was and is now removed changes nothing an app sees.
+                if (before?.value ?? false) != (register?.value ?? false) {
                     updated.insert(change.id)
                     updated.insert(link.target)
                 }
-                if register != before, let register { try setLink(register, for: key) }
             }
         }
         var changes = MergeChanges()

@@ -25,14 +25,6 @@ package struct TransactionLog: Sendable, Hashable {
 
     /// The stamp every change of the log carries.
     package var stamp: Stamp { Stamp(time: time, device: device) }
-
-    /// How many property changes the log holds (values, links added and removed, inserts and deletes).
-    package var propertyChangeCount: Int {
-        changes.reduce(0) { count, change in
-            count + change.values.count + change.linksAdded.count + change.linksRemoved.count
-                + (change.existence == nil ? 0 : 1)
-        }
-    }
 }
 
 /// What one save did to one object.

@@ -14,9 +14,6 @@ enum RelationshipStorage: Sendable, Hashable {
     case links
     /// Read from the inverse relationship, stored on the destination entity.
     case inverse(of: String, relationship: String)
-
-    /// Whether this side stores the relationship itself.
-    var isStored: Bool { if case .inverse = self { false } else { true } }
 }
 
 extension ManagedObjectModel {
