@@ -90,7 +90,7 @@ package struct LogReader {
         case .double: return .double(Double(bitPattern: try readFixed()))
         case .decimal:
             let text = try readString()
-            guard let number = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else {
+            guard let number = Decimal(canonicalText: text) else {
                 throw Self.corrupt("\(String(reflecting: text)) is not a decimal number")
             }
             return .decimal(number)

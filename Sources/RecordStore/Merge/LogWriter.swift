@@ -62,7 +62,7 @@ package struct LogWriter: Sendable {
             writeFixed(number.bitPattern)
         case .decimal(let number):
             writeByte(ValueTag.decimal.rawValue)
-            writeString(number.description)
+            writeString(number.canonicalText)
         case .boolean(let flag):
             writeByte(ValueTag.boolean.rawValue)
             writeByte(flag ? 1 : 0)

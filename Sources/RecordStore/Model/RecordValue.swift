@@ -46,3 +46,18 @@ public enum RecordValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 }
+
+extension Decimal {
+    /// The number as text that ``init(canonicalText:)`` reads back, not-a-number included.
+    package var canonicalText: String { isNaN ? "NaN" : description }
+
+    /// Reads ``canonicalText``.
+    package init?(canonicalText text: String) {
+        if text == "NaN" {
+            self = .nan
+            return
+        }
+        guard let number = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { return nil }
+        self = number
+    }
+}

@@ -59,6 +59,23 @@ struct MergeDevice {
         return log.changes.isEmpty ? nil : log
     }
 
+    /// Random saves on `devices`, each sometimes receiving a log written before; the logs written, in order.
+    static func randomHistory(_ devices: inout [MergeDevice], random: inout SeededGenerator) throws
+        -> [TransactionLog]
+    {
+        var written: [TransactionLog] = []
+        for _ in 0..<Int.random(in: 10...40, using: &random) {
+            let index = Int.random(in: 0..<devices.count, using: &random)
+            if random.chance(0.55) || written.isEmpty {
+                let log = try devices[index].save(random: &random)
+                if let log { written.append(log) }
+            } else {
+                try devices[index].receive(written.randomElement(using: &random)!)
+            }
+        }
+        return written
+    }
+
     func live(_ entity: String) -> [ManagedObjectID] { state.liveObjects(of: entity) }
 
     @discardableResult

@@ -12,16 +12,7 @@ struct ConvergenceTests {
     func converge(seed: UInt64) throws {
         var random = SeededGenerator(seed: seed)
         var devices = (0..<3).map { _ in MergeDevice(id: random.uuid()) }
-        var written: [TransactionLog] = []
-        for _ in 0..<Int.random(in: 10...40, using: &random) {
-            let index = Int.random(in: 0..<devices.count, using: &random)
-            if random.chance(0.55) || written.isEmpty {
-                let log = try devices[index].save(random: &random)
-                if let log { written.append(log) }
-            } else {
-                try devices[index].receive(written.randomElement(using: &random)!)
-            }
-        }
+        let written = try MergeDevice.randomHistory(&devices, random: &random)
         for index in devices.indices {
             var delivery = written + (0..<written.count / 3).map { _ in written.randomElement(using: &random)! }
             delivery.shuffle(using: &random)

@@ -1,0 +1,127 @@
+import DocumentKit
+import Foundation
+import GRDB
+
+/// A store's database: SQLite through GRDB in WAL mode, laid out by ``StoreSchema``, with the store's bookkeeping
+/// beside the objects — its replica id, clock and save sequence (`rs_meta`), the logs of its saves not yet written
+/// to the container (`rs_outbox`), the other devices' logs it applied (`rs_applied`) and those of newer models it
+/// keeps for later (`rs_pending`).
+///
+/// Every save and every import is one transaction; a save's log is written into the outbox in the save's
+/// transaction and exported after it, so a crash at any moment leaves the store and its logs in agreement once
+/// the store is opened again (``exportOutbox(to:)``).
+final class RecordDatabase: Sendable {
+    let writer: any DatabaseWriter
+    let schema: StoreSchema
+    /// The device this store saves as.
+    let replica: UUID
+
+    /// Opens (creating and migrating as needed) the database at `url`, or a new one in memory when `url` is `nil`.
+    /// - Throws: ``RecordStoreError/Code/invalidModel`` for a model with problems; ``RecordStoreError/Code/newerModel``
+    ///   for a store written by a newer model than `model`; ``RecordStoreError/Code/storeFailed`` when the database
+    ///   cannot be opened.
+    init(url: URL?, model: ManagedObjectModel) throws(RecordStoreError) {
+        try model.validate()
+        let schema = StoreSchema(model: model)
+        self.schema = schema
+        do {
+            if let url {
+                var configuration = Configuration()
+                configuration.busyMode = .timeout(10)
+                writer = try DatabasePool(path: url.path, configuration: configuration)
+            } else {
+                writer = try DatabaseQueue()
+            }
+            replica = try writer.write { db in
+                try db.execute(
+                    sql: """
+                        CREATE TABLE IF NOT EXISTS rs_meta (key TEXT PRIMARY KEY NOT NULL, value);
+                        CREATE TABLE IF NOT EXISTS rs_outbox (sequence INTEGER PRIMARY KEY NOT NULL, log BLOB NOT NULL);
+                        CREATE TABLE IF NOT EXISTS rs_applied (
+                            device BLOB NOT NULL, sequence INTEGER NOT NULL, PRIMARY KEY (device, sequence))
+                            WITHOUT ROWID;
+                        CREATE TABLE IF NOT EXISTS rs_pending (
+                            device BLOB NOT NULL, sequence INTEGER NOT NULL, version INTEGER NOT NULL,
+                            log BLOB NOT NULL, PRIMARY KEY (device, sequence));
+                        """)
+                let access = StoreAccess(db: db, schema: schema)
+                let stored = try access.integerMeta("modelVersion")
+                guard stored <= Int64(model.version) else {
+                    throw RecordStoreError(
+                        .newerModel,
+                        "the store was written by model \(stored), newer than this app's \(model.version)")
+                }
+                try schema.create(in: db)
+                try access.setMeta("modelVersion", Int64(model.version))
+                if try access.meta("replica") == nil { try access.setMeta("replica", UUID().data) }
+                return try access.replica()
+            }
+        } catch let error as RecordStoreError {
+            throw error
+        } catch {
+            throw RecordStoreError(.storeFailed, "the store's database cannot be opened", underlying: error)
+        }
+    }
+
+    var model: ManagedObjectModel { schema.model }
+
+    /// Runs `body` in one write transaction; any error rolls all of it back.
+    func write<T>(_ body: (inout StoreAccess) throws -> T) throws(RecordStoreError) -> T {
+        try wrapped {
+            try writer.write { db in
+                var access = StoreAccess(db: db, schema: schema)
+                return try body(&access)
+            }
+        }
+    }
+
+    /// Runs `body` on a snapshot of the committed database.
+    func read<T>(_ body: (StoreAccess) throws -> T) throws(RecordStoreError) -> T {
+        try wrapped { try writer.read { db in try body(StoreAccess(db: db, schema: schema)) } }
+    }
+
+    private func wrapped<T>(_ body: () throws -> T) throws(RecordStoreError) -> T {
+        do {
+            return try body()
+        } catch let error as RecordStoreError {
+            throw error
+        } catch {
+            throw RecordStoreError(.storeFailed, "the store's database failed", underlying: error)
+        }
+    }
+
+    /// The file name of the log `sequence` in a device's folder: the number, zero-padded so names sort in order.
+    static func logFileName(_ sequence: UInt64) -> String {
+        let digits = String(sequence)
+        return String(repeating: "0", count: max(0, 12 - digits.count)) + digits + ".log"
+    }
+
+    /// Writes the logs of saves not yet in `folder` (this device's folder of the container), each safely, then
+    /// forgets them. A log written before a crash is written again whole, with the same bytes.
+    /// - Returns: How many logs were written.
+    @discardableResult
+    func exportOutbox(to folder: URL) throws(RecordStoreError) -> Int {
+        let pending = try read { access in
+            try Row.fetchAll(access.db, sql: "SELECT sequence, log FROM rs_outbox ORDER BY sequence").map {
+                (UInt64($0[0] as Int64), $0[1] as Data)
+            }
+        }
+        guard !pending.isEmpty else { return 0 }
+        do {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            for (sequence, bytes) in pending {
+                try SafeFileWriter.replaceItem(
+                    at: folder.appendingPathComponent(Self.logFileName(sequence)), synchronizesContents: false
+                ) { temporary in try SafeFileWriter.writeFile(bytes, to: temporary) }
+            }
+        } catch {
+            throw RecordStoreError(
+                .storeFailed, "the store's logs cannot be written to \(folder.path)", underlying: error)
+        }
+        try write { access in
+            try access.db.execute(
+                sql: "DELETE FROM rs_outbox WHERE sequence <= ?", arguments: [Int64(pending.last!.0)])
+        }
+        return pending.count
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+import GRDB
+
+/// Reads and writes of one store's database inside one transaction: the merge's target, the reads an app's
+/// objects are made from, and the store's own bookkeeping (its clock, its saves, the logs it has applied).
+struct StoreAccess {
+    let db: Database
+    let schema: StoreSchema
+
+    var model: ManagedObjectModel { schema.model }
+}
+
+// MARK: - The merge's target
+
+extension StoreAccess: MergeTarget {
+    func record(_ id: ManagedObjectID) throws -> ObjectRecord? {
+        let table = try schema.table(id.entityName)
+        let statement = try db.cachedStatement(sql: table.selectSQL)
+        guard let row = try Row.fetchOne(statement, arguments: [id.uuid.data]) else { return nil }
+        return try table.record(from: row)
+    }
+
+    mutating func setRecord(_ record: ObjectRecord, for id: ManagedObjectID) throws {
+        let table = try schema.table(id.entityName)
+        try db.cachedStatement(sql: table.upsertSQL).execute(arguments: table.arguments(for: record, id: id))
+    }
+
+    func link(_ key: LinkKey) throws -> Register<Bool>? {
+        let table = StoreSchema.linkTable(key.source.entityName, key.relationship)
+        let statement = try db.cachedStatement(
+            sql: "SELECT present, ltime, ldevice FROM \(table) WHERE source = ? AND target = ?")
+        guard let row = try Row.fetchOne(statement, arguments: [key.source.uuid.data, key.target.uuid.data]) else {
+            return nil
+        }
+        return Register(row[0] as Int64 != 0, stamp: Stamp(row: row, at: 1))
+    }
+
+    mutating func setLink(_ link: Register<Bool>, for key: LinkKey) throws {
+        let table = StoreSchema.linkTable(key.source.entityName, key.relationship)
+        try db.cachedStatement(
+            sql: "INSERT OR REPLACE INTO \(table) (source, target, present, ltime, ldevice) VALUES (?, ?, ?, ?, ?)"
+        ).execute(arguments: [
+            key.source.uuid.data, key.target.uuid.data, link.value ? 1 : 0, Int64(bitPattern: link.stamp.time),
+            link.stamp.device.data,
+        ])
+    }
+}
+
+extension Stamp {
+    /// The stamp in a row's columns `index` (time) and `index + 1` (device).
+    init(row: Row, at index: Int) {
+        let time: Int64 = row[index]
+        let device: Data = row[index + 1]
+        self.init(time: UInt64(bitPattern: time), device: UUID(device))
+    }
+}
+
+// MARK: - What an app reads
+
+/// An object's attributes and stored to-one targets as the store holds them, unset attributes at their defaults.
+struct ObjectSnapshot: Sendable, Hashable {
+    var values: [String: RecordValue]
+}
+
+extension StoreAccess {
+    /// Whether `id` is a live object.
+    func isLive(_ id: ManagedObjectID) throws -> Bool {
+        let table = try schema.table(id.entityName)
+        let statement = try db.cachedStatement(sql: "SELECT _live FROM \(table.name) WHERE id = ?")
+        return try Int64.fetchOne(statement, arguments: [id.uuid.data]) == 1
+    }
+
+    /// The snapshot of `id` if it is live.
+    func snapshot(_ id: ManagedObjectID) throws -> ObjectSnapshot? {
+        guard let record = try record(id), record.isLive else { return nil }
+        return try snapshot(of: record, entity: schema.table(id.entityName))
+    }
+
+    /// The live objects of `entity` with their snapshots, in the order of their ids' bytes.
+    func liveSnapshots(of entity: String) throws -> [(ManagedObjectID, ObjectSnapshot)] {
+        let table = try schema.table(entity)
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(sql: "SELECT id, \(table.recordColumns) FROM \(table.name) WHERE _live = 1"))
+        var snapshots: [(ManagedObjectID, ObjectSnapshot)] = []
+        while let row = try rows.next() {
+            let id = ManagedObjectID(entityName: entity, uuid: UUID(row[0] as Data))
+            snapshots.append((id, try snapshot(of: table.record(from: row, offset: 1), entity: table)))
+        }
+        return snapshots
+    }
+
+    /// The number of live objects of `entity`.
+    func liveCount(of entity: String) throws -> Int {
+        let table = try schema.table(entity)
+        return try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM \(table.name) WHERE _live = 1")) ?? 0
+    }
+
+    private func snapshot(of record: ObjectRecord, entity table: EntityTable) -> ObjectSnapshot {
+        var values: [String: RecordValue] = [:]
+        for attribute in table.entity.attributes {
+            values[attribute.name] = record.values[attribute.name]?.value ?? attribute.defaultValue
+        }
+        for column in table.columns where column.isObject { values[column.property] = record.value(column.property) }
+        return ObjectSnapshot(values: values)
+    }
+
+    /// The live objects `relationship` of `id` points at, as an app reads them.
+    func targets(of id: ManagedObjectID, _ relationship: String) throws -> Set<ManagedObjectID> {
+        guard let storage = model.storage(ofRelationship: relationship, in: id.entityName),
+            let description = model.entitiesByName[id.entityName]?.relationshipsByName[relationship]
+        else { return [] }
+        let destination = try schema.table(description.destinationEntityName)
+        switch storage {
+        case .register:
+            guard let snapshot = try snapshot(id), case .object(let target) = snapshot.values[relationship] ?? .null,
+                try isLive(target)
+            else { return [] }
+            return [target]
+        case .links:
+            let sql = """
+                SELECT l.target FROM \(StoreSchema.linkTable(id.entityName, relationship)) l
+                JOIN \(destination.name) d ON d.id = l.target
+                WHERE l.source = ? AND l.present = 1 AND d._live = 1
+                """
+            return Set(
+                try Data.fetchAll(db.cachedStatement(sql: sql), arguments: [id.uuid.data]).map {
+                    ManagedObjectID(entityName: destination.entity.name, uuid: UUID($0))
+                })
+        case .inverse(let entity, let inverse):
+            let pointing = try objects(pointingAt: id, from: entity, through: inverse)
+            return description.isToMany ? Set(pointing) : pointing.first.map { [$0] } ?? []
+        }
+    }
+
+    /// The live objects of `entity` whose stored `relationship` points at `id`, the latest link first.
+    private func objects(pointingAt id: ManagedObjectID, from entity: String, through relationship: String) throws
+        -> [ManagedObjectID]
+    {
+        let table = try schema.table(entity)
+        var pointing: [(Stamp, ManagedObjectID)] = []
+        switch model.storage(ofRelationship: relationship, in: entity) {
+        case .register:
+            let sql =
+                "SELECT id, \(table.recordColumns) FROM \(table.name) WHERE \"r_\(relationship)\" = ? AND _live = 1"
+            for row in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: [id.uuid.data]) {
+                let record = try table.record(from: row, offset: 1)
+                guard let register = record.values[relationship], register.value == .object(id) else { continue }
+                pointing.append((register.stamp, ManagedObjectID(entityName: entity, uuid: UUID(row[0] as Data))))
+            }
+        case .links:
+            let sql = """
+                SELECT l.source, l.ltime, l.ldevice FROM \(StoreSchema.linkTable(entity, relationship)) l
+                JOIN \(table.name) s ON s.id = l.source
+                WHERE l.target = ? AND l.present = 1 AND s._live = 1
+                """
+            for row in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: [id.uuid.data]) {
+                pointing.append(
+                    (Stamp(row: row, at: 1), ManagedObjectID(entityName: entity, uuid: UUID(row[0] as Data))))
+            }
+        case .inverse, nil: break
+        }
+        return pointing.sorted { $0.0 > $1.0 }.map(\.1)
+    }
+}
+
+// MARK: - The store's bookkeeping
+
+extension StoreAccess {
+    func meta(_ key: String) throws -> DatabaseValue? {
+        try DatabaseValue.fetchOne(
+            db.cachedStatement(sql: "SELECT value FROM rs_meta WHERE key = ?"), arguments: [key])
+    }
+
+    func setMeta(_ key: String, _ value: some DatabaseValueConvertible) throws {
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO rs_meta (key, value) VALUES (?, ?)").execute(arguments: [
+            key, value,
+        ])
+    }
+
+    func integerMeta(_ key: String) throws -> Int64 { try meta(key).flatMap(Int64.fromDatabaseValue) ?? 0 }
+
+    /// The device this store saves as.
+    func replica() throws -> UUID {
+        guard let data = try meta("replica").flatMap(Data.fromDatabaseValue), data.count == 16 else {
+            throw RecordStoreError(.storeFailed, "the store's database has no replica id")
+        }
+        return UUID(data)
+    }
+
+    /// Saves `changes` as the store's next log: stamps them, applies them, and keeps the log in the outbox, all in
+    /// this transaction, so that the store and its logs agree after a crash at any moment.
+    /// - Returns: The log and what the save changed as an app sees it; `nil` when `changes` is empty.
+    mutating func save(_ changes: [ObjectChange], physicalMilliseconds: UInt64) throws -> (
+        TransactionLog, MergeChanges
+    )? {
+        guard !changes.isEmpty else { return nil }
+        var clock = HybridLogicalClock(latest: UInt64(bitPattern: try integerMeta("clock")))
+        let time = clock.tick(physicalMilliseconds: physicalMilliseconds)
+        let sequence = UInt64(try integerMeta("sequence")) + 1
+        let log = TransactionLog(
+            device: try replica(), sequence: sequence, time: time, modelVersion: model.version,
+            changes: changes.sorted { $0.id < $1.id })
+        let merged = try apply(log, model: model)
+        try db.cachedStatement(sql: "INSERT INTO rs_outbox (sequence, log) VALUES (?, ?)").execute(arguments: [
+            Int64(sequence), Data(log.encoded()),
+        ])
+        try setMeta("clock", Int64(bitPattern: time))
+        try setMeta("sequence", Int64(sequence))
+        return (log, merged)
+    }
+
+    /// Whether the log `sequence` of `device` was applied already.
+    func hasApplied(device: UUID, sequence: UInt64) throws -> Bool {
+        try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT 1 FROM rs_applied WHERE device = ? AND sequence = ?"),
+            arguments: [device.data, Int64(bitPattern: sequence)]) != nil
+    }
+
+    /// Applies another device's log once: a log applied before, or this store's own, changes nothing; a log of a
+    /// newer model is kept, to be applied once the app upgrades.
+    /// - Returns: What the log changed as an app sees it; `nil` when it was not applied now.
+    /// - Throws: ``RecordStoreError/Code/corruptLog`` for a log naming what the model lacks; nothing is applied.
+    mutating func importLog(_ log: TransactionLog, bytes: [UInt8]) throws -> MergeChanges? {
+        guard log.device != (try replica()), !(try hasApplied(device: log.device, sequence: log.sequence)) else {
+            return nil
+        }
+        guard log.modelVersion <= model.version else {
+            try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO rs_pending (device, sequence, version, log) VALUES (?, ?, ?, ?)"
+            ).execute(arguments: [
+                log.device.data, Int64(bitPattern: log.sequence), log.modelVersion, Data(bytes),
+            ])
+            return nil
+        }
+        var merged: MergeChanges?
+        try db.inSavepoint {
+            merged = try apply(log, model: model)
+            return .commit
+        }
+        try db.cachedStatement(sql: "INSERT INTO rs_applied (device, sequence) VALUES (?, ?)").execute(arguments: [
+            log.device.data, Int64(bitPattern: log.sequence),
+        ])
+        try db.cachedStatement(sql: "DELETE FROM rs_pending WHERE device = ? AND sequence = ?").execute(arguments: [
+            log.device.data, Int64(bitPattern: log.sequence),
+        ])
+        var clock = HybridLogicalClock(latest: UInt64(bitPattern: try integerMeta("clock")))
+        clock.observe(log.time)
+        try setMeta("clock", Int64(bitPattern: clock.latest))
+        return merged
+    }
+
+    /// The kept logs of newer models that this model can now apply.
+    func pendingLogs() throws -> [[UInt8]] {
+        try Data.fetchAll(
+            db.cachedStatement(sql: "SELECT log FROM rs_pending WHERE version <= ? ORDER BY device, sequence"),
+            arguments: [model.version]
+        ).map { Array($0) }
+    }
+}
+
+// MARK: - The whole store
+
+extension StoreAccess {
+    /// Every record and link of the store, with their stamps.
+    func replicaState() throws -> ReplicaState {
+        var state = ReplicaState()
+        for entity in model.entities {
+            let table = try schema.table(entity.name)
+            let rows = try Row.fetchCursor(db, sql: "SELECT id, \(table.recordColumns) FROM \(table.name)")
+            while let row = try rows.next() {
+                let id = ManagedObjectID(entityName: entity.name, uuid: UUID(row[0] as Data))
+                state.objects[id] = try table.record(from: row, offset: 1)
+            }
+            for relationship in table.linkRelationships {
+                guard let description = entity.relationshipsByName[relationship] else { continue }
+                let links = try Row.fetchCursor(
+                    db,
+                    sql: "SELECT source, target, present, ltime, ldevice FROM "
+                        + StoreSchema.linkTable(entity.name, relationship))
+                while let row = try links.next() {
+                    let key = LinkKey(
+                        source: ManagedObjectID(entityName: entity.name, uuid: UUID(row[0] as Data)),
+                        relationship: relationship,
+                        target: ManagedObjectID(
+                            entityName: description.destinationEntityName, uuid: UUID(row[1] as Data)))
+                    state.links[key] = Register(row[2] as Int64 != 0, stamp: Stamp(row: row, at: 3))
+                }
+            }
+        }
+        return state
+    }
+}

@@ -1,0 +1,288 @@
+import Foundation
+import GRDB
+
+/// How a model's objects and links are laid out in a store's database.
+///
+/// - Each entity has a table `"e_<Entity>"`: the object's id (16 bytes), its existence register (`_live`,
+///   `_etime`, `_edevice`), a column per attribute (`"a_<name>"`) and per to-one stored as a register
+///   (`"r_<name>"`, the target's UUID), and `_stamps`, the stamp of every property that has a register.
+/// - Each stored to-many has a table `"l_<Entity>.<relationship>"`: one row per link, present or removed, with the
+///   stamp of its latest change, indexed by target for the inverse side's reads.
+///
+/// Names are letters, digits and underscores (``ManagedObjectModel`` checks), so a dot never occurs in one and
+/// quoted names never clash.
+struct StoreSchema: Sendable {
+    let model: ManagedObjectModel
+    let tables: [String: EntityTable]
+
+    init(model: ManagedObjectModel) {
+        self.model = model
+        var tables: [String: EntityTable] = [:]
+        for entity in model.entities { tables[entity.name] = EntityTable(entity: entity, model: model) }
+        self.tables = tables
+    }
+
+    /// The table of `entity`.
+    func table(_ entity: String) throws(RecordStoreError) -> EntityTable {
+        guard let table = tables[entity] else {
+            throw RecordStoreError(.unknownEntity, "the model has no entity named \(String(reflecting: entity))")
+        }
+        return table
+    }
+
+    /// The table of the links `relationship` of `entity` stores.
+    static func linkTable(_ entity: String, _ relationship: String) -> String { "\"l_\(entity).\(relationship)\"" }
+
+    /// Creates what is missing: tables of new entities, columns of new attributes and to-ones, link tables of new
+    /// to-manys. Never drops or changes what is there (lightweight migration).
+    func create(in db: Database) throws {
+        for entity in model.entities {
+            let table = tables[entity.name]!
+            let existing =
+                try db.tableExists("e_\(entity.name)")
+                ? Set(try db.columns(in: "e_\(entity.name)").map(\.name)) : []
+            if existing.isEmpty {
+                let columns = table.columns.map { "\"\($0.column)\"" + ($0.isObject ? " BLOB" : "") }
+                try db.execute(
+                    sql: """
+                        CREATE TABLE \(table.name) (
+                            id BLOB PRIMARY KEY NOT NULL, _live INTEGER, _etime INTEGER, _edevice BLOB,
+                            _stamps BLOB NOT NULL\(columns.map { ", " + $0 }.joined())) WITHOUT ROWID
+                        """)
+            } else {
+                for column in table.columns where !existing.contains(column.column) {
+                    try db.execute(sql: "ALTER TABLE \(table.name) ADD COLUMN \"\(column.column)\"")
+                }
+            }
+            for column in table.columns where column.isObject {
+                try db.execute(
+                    sql: "CREATE INDEX IF NOT EXISTS \"e_\(entity.name).\(column.column)\" "
+                        + "ON \(table.name) (\"\(column.column)\")")
+            }
+            for relationship in table.linkRelationships {
+                let name = Self.linkTable(entity.name, relationship)
+                try db.execute(
+                    sql: """
+                        CREATE TABLE IF NOT EXISTS \(name) (
+                            source BLOB NOT NULL, target BLOB NOT NULL, present INTEGER NOT NULL,
+                            ltime INTEGER NOT NULL, ldevice BLOB NOT NULL, PRIMARY KEY (source, target)) WITHOUT ROWID;
+                        CREATE INDEX IF NOT EXISTS "l_\(entity.name).\(relationship).target" ON \(name) (target);
+                        """)
+            }
+        }
+    }
+}
+
+/// The table of one entity and the statements that read and write its rows.
+struct EntityTable: Sendable {
+    let entity: EntityDescription
+    /// The quoted table name.
+    let name: String
+    /// The attribute and to-one register columns, in the order of the statements' arguments.
+    let columns: [PropertyColumn]
+    let columnIndex: [String: Int]
+    /// The to-manys stored as links from this entity.
+    let linkRelationships: [String]
+    let selectSQL: String
+    let upsertSQL: String
+
+    struct PropertyColumn: Sendable {
+        let property: String
+        let column: String
+        /// The attribute's type, or `nil` for a to-one register.
+        let type: AttributeType?
+        let destination: String
+
+        var isObject: Bool { type == nil }
+    }
+
+    init(entity: EntityDescription, model: ManagedObjectModel) {
+        self.entity = entity
+        self.name = "\"e_\(entity.name)\""
+        var columns = entity.attributes.map {
+            PropertyColumn(property: $0.name, column: "a_\($0.name)", type: $0.type, destination: "")
+        }
+        var links: [String] = []
+        for relationship in entity.relationships {
+            switch model.storage(ofRelationship: relationship.name, in: entity.name) {
+            case .register:
+                columns.append(
+                    PropertyColumn(
+                        property: relationship.name, column: "r_\(relationship.name)", type: nil,
+                        destination: relationship.destinationEntityName))
+            case .links: links.append(relationship.name)
+            case .inverse, nil: break
+            }
+        }
+        self.columns = columns
+        self.columnIndex = Dictionary(uniqueKeysWithValues: columns.enumerated().map { ($1.property, $0) })
+        self.linkRelationships = links
+        let names = columns.map { "\"\($0.column)\"" }
+        self.selectSQL =
+            "SELECT _live, _etime, _edevice, _stamps\(names.map { ", " + $0 }.joined()) FROM \(name) WHERE id = ?"
+        self.upsertSQL =
+            "INSERT OR REPLACE INTO \(name) (id, _live, _etime, _edevice, _stamps\(names.map { ", " + $0 }.joined())) "
+            + "VALUES (?, ?, ?, ?, ?\(String(repeating: ", ?", count: columns.count)))"
+    }
+
+    /// The select list that ``record(from:)`` reads, for statements of other shapes.
+    var recordColumns: String {
+        "_live, _etime, _edevice, _stamps" + columns.map { ", \"\($0.column)\"" }.joined()
+    }
+
+    /// Reads a record from a row of ``selectSQL`` (or any row whose first columns are ``recordColumns``,
+    /// starting at `offset`).
+    func record(from row: Row, offset: Int = 0) throws(RecordStoreError) -> ObjectRecord {
+        var record = ObjectRecord()
+        let live: Int64? = row[offset]
+        if let live {
+            let time: Int64 = row[offset + 1]
+            let device: Data = row[offset + 2]
+            record.existence = Register(live != 0, stamp: Stamp(time: UInt64(bitPattern: time), device: UUID(device)))
+        }
+        let stamps: Data = row[offset + 3]
+        for (property, stamp) in try StampList.decode(stamps) {
+            guard let index = columnIndex[property] else {
+                throw RecordStoreError(.storeFailed, "a stamp of \(entity.name).\(property), which has no column")
+            }
+            let column = columns[index]
+            let stored: DatabaseValue = row[offset + 4 + index]
+            let value = try column.value(from: stored, entity: entity.name)
+            record.values[property] = Register(value, stamp: stamp)
+        }
+        return record
+    }
+
+    /// The arguments of ``upsertSQL`` for `record`.
+    func arguments(for record: ObjectRecord, id: ManagedObjectID) -> StatementArguments {
+        var values: [(any DatabaseValueConvertible)?] = [id.uuid.data]
+        if let existence = record.existence {
+            values += [existence.value ? 1 : 0, Int64(bitPattern: existence.stamp.time), existence.stamp.device.data]
+        } else {
+            values += [nil, nil, nil]
+        }
+        values.append(StampList.encode(record.values))
+        for column in columns { values.append(column.databaseValue(record.values[column.property]?.value ?? .null)) }
+        return StatementArguments(values)
+    }
+}
+
+extension EntityTable.PropertyColumn {
+    /// A value as the column holds it: numbers as numbers, decimals and URLs as text, UUIDs and objects as 16
+    /// bytes. SQLite keeps no NaN, so a NaN is held as the text `NaN`; text with a NUL is held as its UTF-8 bytes.
+    func databaseValue(_ value: RecordValue) -> DatabaseValue {
+        switch value {
+        case .null: .null
+        case .string(let text):
+            // SQLite's text ends at a NUL as GRDB reads it: text holding one is kept as its UTF-8 bytes.
+            text.utf8.contains(0) ? Data(text.utf8).databaseValue : text.databaseValue
+        case .integer(let number): number.databaseValue
+        case .double(let number): number.isNaN ? "NaN".databaseValue : number.databaseValue
+        case .decimal(let number): number.canonicalText.databaseValue
+        case .boolean(let flag): (flag ? 1 : 0).databaseValue
+        case .date(let date):
+            date.timeIntervalSinceReferenceDate.isNaN
+                ? "NaN".databaseValue : date.timeIntervalSinceReferenceDate.databaseValue
+        case .uuid(let uuid): uuid.data.databaseValue
+        case .url(let url): url.absoluteString.databaseValue
+        case .data(let data): data.databaseValue
+        case .object(let id): id.uuid.data.databaseValue
+        }
+    }
+
+    /// Reads what ``databaseValue(_:)`` wrote.
+    func value(from stored: DatabaseValue, entity: String) throws(RecordStoreError) -> RecordValue {
+        func unreadable() -> RecordStoreError {
+            RecordStoreError(.storeFailed, "\(entity).\(property) holds \(stored), not a value of its type")
+        }
+        if stored.isNull { return .null }
+        guard let type else {
+            guard let data = Data.fromDatabaseValue(stored), data.count == 16 else { throw unreadable() }
+            return .object(ManagedObjectID(entityName: destination, uuid: UUID(data)))
+        }
+        func number() -> Double? {
+            if case .string("NaN") = stored.storage { return .nan }
+            return Double.fromDatabaseValue(stored)
+        }
+        let value: RecordValue? =
+            switch type {
+            case .string:
+                if case .blob(let bytes) = stored.storage {
+                    String(validating: bytes, as: UTF8.self).map { .string($0) }
+                } else {
+                    String.fromDatabaseValue(stored).map { .string($0) }
+                }
+            case .integer16, .integer32, .integer64:
+                if case .int64(let number) = stored.storage { .integer(number) } else { nil }
+            case .double: number().map { .double($0) }
+            case .decimal: String.fromDatabaseValue(stored).flatMap(Decimal.init(canonicalText:)).map { .decimal($0) }
+            case .boolean: if case .int64(let number) = stored.storage { .boolean(number != 0) } else { nil }
+            case .date: number().map { .date(Date(timeIntervalSinceReferenceDate: $0)) }
+            case .uuid:
+                Data.fromDatabaseValue(stored).flatMap { $0.count == 16 ? RecordValue.uuid(UUID($0)) : nil }
+            case .uri: String.fromDatabaseValue(stored).flatMap { URL(string: $0) }.map { .url($0) }
+            case .binaryData: Data.fromDatabaseValue(stored).map { .data($0) }
+            }
+        guard let value else { throw unreadable() }
+        return value
+    }
+}
+
+/// The stamps of an object's property registers, as `_stamps` holds them: the distinct stamps once each, then
+/// each property's name with the index of its stamp (most objects have one stamp, that of the save that made them).
+enum StampList {
+    static func encode(_ values: [String: Register<RecordValue>]) -> Data {
+        var stamps: [Stamp] = []
+        var indexes: [Stamp: Int] = [:]
+        var writer = LogWriter(capacity: 32 + values.count * 12)
+        let entries = values.sorted { $0.key < $1.key }.map { entry -> (String, Int) in
+            if let index = indexes[entry.value.stamp] { return (entry.key, index) }
+            indexes[entry.value.stamp] = stamps.count
+            stamps.append(entry.value.stamp)
+            return (entry.key, stamps.count - 1)
+        }
+        writer.writeVarint(stamps.count)
+        for stamp in stamps {
+            writer.writeFixed(stamp.time)
+            writer.writeUUID(stamp.device)
+        }
+        writer.writeVarint(entries.count)
+        for (name, index) in entries {
+            writer.writeString(name)
+            writer.writeVarint(index)
+        }
+        return Data(writer.bytes)
+    }
+
+    static func decode(_ data: Data) throws(RecordStoreError) -> [(String, Stamp)] {
+        do throws(RecordStoreError) {
+            var reader = LogReader(Array(data))
+            var stamps: [Stamp] = []
+            for _ in 0..<(try reader.readCount(minimumSize: 24)) {
+                stamps.append(Stamp(time: try reader.readFixed(), device: try reader.readUUID()))
+            }
+            var entries: [(String, Stamp)] = []
+            for _ in 0..<(try reader.readCount(minimumSize: 2)) {
+                let name = try reader.readString()
+                let index = try reader.readVarint()
+                guard index < UInt64(stamps.count) else { throw LogReader.corrupt("a stamp index past the stamps") }
+                entries.append((name, stamps[Int(index)]))
+            }
+            return entries
+        } catch {
+            throw RecordStoreError(.storeFailed, "an object's stamps cannot be read: \(error.message)")
+        }
+    }
+}
+
+extension UUID {
+    /// The UUID's 16 bytes.
+    var data: Data { withUnsafeBytes(of: uuid) { Data($0) } }
+
+    /// The UUID of 16 bytes (the caller checks the count).
+    init(_ data: Data) {
+        var uuid = UUID().uuid
+        withUnsafeMutableBytes(of: &uuid) { _ = data.copyBytes(to: $0) }
+        self.init(uuid: uuid)
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import GRDB
+import SyncSimulation
+import Testing
+
+@testable import RecordStore
+
+/// The store's database against the in-memory merge it must equal, on real SQLite files.
+@Suite("Record store database")
+struct RecordDatabaseTests {
+    @Test(
+        "the database holds what the in-memory merge holds, whatever the order and repeats of its logs",
+        arguments: 0..<60)
+    func mergesAsMemoryDoes(seed: UInt64) throws {
+        var random = SeededGenerator(seed: seed &+ 50_000)
+        var devices = (0..<3).map { _ in MergeDevice(id: random.uuid()) }
+        let written = try MergeDevice.randomHistory(&devices, random: &random)
+        var memory = ReplicaState()
+        for log in written { try memory.apply(log, model: TestModel.model) }
+        try withTemporaryFolder { folder in
+            let database = try RecordDatabase(
+                url: folder.appendingPathComponent("store.sqlite"), model: TestModel.model)
+            var delivery = written + (0..<written.count / 2).map { _ in written.randomElement(using: &random)! }
+            delivery.shuffle(using: &random)
+            var applied = 0
+            for log in delivery {
+                if try database.write({ try $0.importLog(log, bytes: log.encoded()) }) != nil { applied += 1 }
+            }
+            #expect(applied == written.count, "seed \(seed): each log is applied once")
+            let stored = try database.read { try $0.replicaState() }
+            #expect(stored == memory, "seed \(seed): the database differs from the merge in memory")
+            try database.read { access in
+                for entity in TestModel.model.entities {
+                    let live = try access.liveSnapshots(of: entity.name)
+                    #expect(live.map(\.0).sorted() == memory.liveObjects(of: entity.name), "seed \(seed)")
+                    for (id, snapshot) in live {
+                        for attribute in entity.attributes {
+                            #expect(
+                                snapshot.values[attribute.name]
+                                    == memory.value(of: id, attribute.name, model: TestModel.model),
+                                "seed \(seed): \(id).\(attribute.name)")
+                        }
+                        for relationship in entity.relationships {
+                            #expect(
+                                try access.targets(of: id, relationship.name)
+                                    == memory.targets(of: id, relationship.name, model: TestModel.model),
+                                "seed \(seed): \(id).\(relationship.name)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("a save stamps, applies and keeps its log; the log is written to the device's folder once")
+    func saveAndExport() throws {
+        try withTemporaryFolder { folder in
+            let url = folder.appendingPathComponent("store.sqlite")
+            let logs = folder.appendingPathComponent("logs", isDirectory: true)
+            let database = try RecordDatabase(url: url, model: TestModel.model)
+            let milk = ManagedObjectID(entityName: "Item", uuid: UUID())
+            let family = ManagedObjectID.derived(entityName: "Tag", keyValues: [.string("Family")])
+            let saved = try database.write { access in
+                try access.save(
+                    [
+                        ObjectChange(
+                            id: milk, existence: true, values: ["title": .string("Milk"), "quantity": .integer(2)],
+                            linksAdded: [.init("tags", family)]),
+                        ObjectChange(id: family, existence: true, values: ["name": .string("Family")]),
+                    ], physicalMilliseconds: 1_000)
+            }
+            let (log, changes) = try #require(saved)
+            #expect(log.device == database.replica && log.sequence == 1)
+            #expect(changes.inserted == [milk, family])
+            #expect(try database.exportOutbox(to: logs) == 1)
+            #expect(try database.exportOutbox(to: logs) == 0, "an exported log is not written again")
+            let file = logs.appendingPathComponent(RecordDatabase.logFileName(1))
+            #expect(try TransactionLog(decoding: Array(Data(contentsOf: file))) == log)
+
+            // Reopened, the store goes on from its clock and sequence, and reads what it saved.
+            let reopened = try RecordDatabase(url: url, model: TestModel.model)
+            #expect(reopened.replica == database.replica)
+            let next = try reopened.write { access in
+                try access.save([ObjectChange(id: milk, values: ["note": .string("organic")])], physicalMilliseconds: 1)
+            }
+            #expect(next?.0.sequence == 2)
+            #expect(next.map { $0.0.time > log.time } == true, "a clock that went back still moves forward")
+            try reopened.read { access in
+                let snapshot = try #require(try access.snapshot(milk))
+                #expect(snapshot.values["title"] == .string("Milk") && snapshot.values["note"] == .string("organic"))
+                #expect(try access.targets(of: family, "items") == [milk])
+            }
+        }
+    }
+
+    @Test("a log of a newer model is kept, applied once the store opens with that model, and never twice")
+    func newerModelKept() throws {
+        try withTemporaryFolder { folder in
+            let url = folder.appendingPathComponent("store.sqlite")
+            let database = try RecordDatabase(url: url, model: TestModel.model)
+            let item = ManagedObjectID(entityName: "Item", uuid: UUID())
+            let log = TransactionLog(
+                device: UUID(), sequence: 1, time: 5 << 16, modelVersion: 2,
+                changes: [ObjectChange(id: item, existence: true, values: ["title": .string("Tea")])])
+            #expect(try database.write { try $0.importLog(log, bytes: log.encoded()) } == nil)
+            #expect(try database.read { try $0.snapshot(item) } == nil)
+
+            let upgraded = ManagedObjectModel(version: 2, entities: TestModel.model.entities)
+            let reopened = try RecordDatabase(url: url, model: upgraded)
+            let pending = try reopened.read { try $0.pendingLogs() }
+            #expect(pending.count == 1)
+            let changes = try reopened.write { access in
+                try access.importLog(try TransactionLog(decoding: pending[0]), bytes: pending[0])
+            }
+            #expect(changes?.inserted == [item])
+            #expect(try reopened.read { try $0.pendingLogs() }.isEmpty)
+            #expect(try reopened.write { try $0.importLog(log, bytes: log.encoded()) } == nil)
+
+            let error = #expect(throws: RecordStoreError.self) { try RecordDatabase(url: url, model: TestModel.model) }
+            #expect(error?.code == .newerModel, "an older app does not open a store a newer one wrote")
+        }
+    }
+
+    @Test("values of every type read back as written, NaN and extremes included")
+    func valuesRoundTrip() throws {
+        let entity = EntityDescription(
+            name: "Everything",
+            attributes: AttributeType.allCases.map { AttributeDescription(name: "v_\($0)", type: $0, isOptional: true) }
+        )
+        let model = ManagedObjectModel(entities: [entity])
+        let samples: [AttributeType: [RecordValue]] = [
+            .string: [.string(""), .string("naïve 🍞\u{0}end")],
+            .integer16: [.integer(Int64(Int16.min)), .integer(Int64(Int16.max))],
+            .integer32: [.integer(Int64(Int32.min))],
+            .integer64: [.integer(.min), .integer(.max)],
+            .double: [.double(.nan), .double(-.infinity), .double(-0.0), .double(.leastNonzeroMagnitude)],
+            .decimal: [.decimal(Decimal(string: "12345678901234567890.123456789")!), .decimal(-1)],
+            .boolean: [.boolean(true), .boolean(false)],
+            .date: [.date(Date(timeIntervalSinceReferenceDate: 123.456)), .date(.distantPast)],
+            .uuid: [.uuid(UUID())],
+            .uri: [.url(URL(string: "https://example.com/a%20b?c=d#e")!)],
+            .binaryData: [.data(Data()), .data(Data((0..<300).map { UInt8($0 % 256) }))],
+        ]
+        try withTemporaryFolder { folder in
+            let database = try RecordDatabase(url: folder.appendingPathComponent("store.sqlite"), model: model)
+            for round in 0..<2 {
+                var values: [String: RecordValue] = [:]
+                for type in AttributeType.allCases {
+                    let options = samples[type]!
+                    values["v_\(type)"] = options[min(round, options.count - 1)]
+                }
+                let id = ManagedObjectID(entityName: "Everything", uuid: UUID())
+                _ = try database.write { access in
+                    try access.save([ObjectChange(id: id, existence: true, values: values)], physicalMilliseconds: 9)
+                }
+                let snapshot = try #require(try database.read { try $0.snapshot(id) })
+                for (name, value) in values {
+                    if case .double(let number) = value, number.isNaN {
+                        guard case .double(let read) = snapshot.values[name] else {
+                            Issue.record("NaN read back as \(String(describing: snapshot.values[name]))")
+                            continue
+                        }
+                        #expect(read.isNaN)
+                    } else {
+                        #expect(snapshot.values[name] == value, "\(name)")
+                    }
+                }
+            }
+        }
+    }
+}
