@@ -2,16 +2,179 @@ import Foundation
 
 /// An object of a record store: an entity's instance, living in one context.
 ///
-/// Subclass it to give an entity typed properties, and name the subclass in the entity's description.
-open class ManagedObject {
+/// Subclass it to give an entity typed properties, and name the subclass in the entity's description:
+///
+/// ```swift
+/// final class Item: ManagedObject {
+///     @Attribute("title") var title: String
+///     @ToMany("tags") var tags: Set<Tag>
+/// }
+/// let item = Item(context: context)
+/// item.title = "Milk"
+/// ```
+///
+/// Every read and write goes through the object's context, under the context's lock; use an object on its
+/// context's queue (``ManagedObjectContext/perform(_:)``), as Core Data asks.
+open class ManagedObject: Hashable, CustomStringConvertible, @unchecked Sendable {
     /// The object's entity.
     public let entity: EntityDescription
-    /// The object's identity, the same on every device.
+    /// The object's identity, the same on every device; temporary until first saved for an entity with a
+    /// uniqueness key.
     public internal(set) var objectID: ManagedObjectID
+    /// The context the object lives in; `nil` once the context is gone.
+    public internal(set) weak var managedObjectContext: ManagedObjectContext?
+
+    // The state below is the context's, read and written under its lock.
+
+    /// The attributes and stored to-one values as last read from the store; `nil` until read (a fault).
+    var snapshot: ObjectSnapshot?
+    /// Attributes changed since the last save.
+    var changedValues: [String: RecordValue] = [:]
+    /// Every relationship read or changed: the objects it points at now.
+    var relationships: [String: Set<ManagedObject>] = [:]
+    /// The same relationships as the store held them when read.
+    var storedRelationships: [String: Set<ManagedObject>] = [:]
+    /// Values set through ``setValue(_:forKey:)`` that could not be kept: the property and what was wrong.
+    var refusedValues: [(property: String, error: RecordStoreError)] = []
+    var state: State = .fault
+
+    enum State {
+        /// Known by id, nothing read yet or read and unchanged.
+        case fault
+        /// Inserted in its context, not saved yet.
+        case inserted
+        /// Deleted in its context, not saved yet.
+        case deleted
+        /// Deleted and saved, or found deleted in the store.
+        case gone
+    }
 
     /// Makes an object of `entity` with the id `objectID`; contexts make objects, apps insert them.
     public required init(entity: EntityDescription, objectID: ManagedObjectID) {
         self.entity = entity
         self.objectID = objectID
     }
+
+    /// Inserts a new object of the entity made as this class into `context` (Core Data's `init(context:)`).
+    /// - Precondition: the context's model has exactly one entity made as this class.
+    public convenience init(context: ManagedObjectContext) {
+        let entity = context.entityDescription(for: Self.self)
+        self.init(entity: entity, objectID: ManagedObjectContext.newObjectID(for: entity))
+        context.insert(self)
+    }
+
+    /// Inserts a new object of `entity` into `context`.
+    public convenience init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
+        self.init(entity: entity, objectID: ManagedObjectContext.newObjectID(for: entity))
+        context?.insert(self)
+    }
+
+    /// Whether the object was inserted in its context and not saved yet.
+    public var isInserted: Bool { withContext { _ in state == .inserted } ?? false }
+    /// Whether the object was deleted in its context and not saved yet.
+    public var isDeleted: Bool { withContext { _ in state == .deleted } ?? false }
+    /// Whether the object has unsaved changes of its properties, or is inserted or deleted.
+    public var hasChanges: Bool { withContext { _ in hasUnsavedChanges } ?? false }
+    /// Whether the object was changed (not inserted or deleted) and not saved yet.
+    public var isUpdated: Bool { withContext { _ in state == .fault && hasPropertyChanges } ?? false }
+    /// Whether nothing of the object has been read from the store yet.
+    public var isFault: Bool { withContext { _ in state == .fault && snapshot == nil && relationships.isEmpty } ?? true }
+
+    var hasPropertyChanges: Bool {
+        !changedValues.isEmpty || relationships.contains { storedRelationships[$0.key] != $0.value }
+            || !refusedValues.isEmpty
+    }
+
+    var hasUnsavedChanges: Bool { state == .inserted || state == .deleted || hasPropertyChanges }
+
+    /// The value of an attribute or relationship: an attribute as its Swift type (`String`, `Int64`, `Date` …),
+    /// a to-one as its ``ManagedObject``, a to-many as a `Set` of them; `nil` for no value or an unknown key.
+    public func value(forKey key: String) -> Any? {
+        guard let context = managedObjectContext else { return nil }
+        return context.locked { () -> Any? in
+            if let attribute = entity.attributesByName[key] {
+                return context.attributeValue(of: self, attribute.name).anyValue(as: attribute.type)
+            }
+            guard let relationship = entity.relationshipsByName[key] else { return nil }
+            let targets = context.relationship(of: self, relationship.name)
+            return relationship.isToMany ? targets : targets.first
+        }
+    }
+
+    /// Sets an attribute or relationship (a to-many from any `Set` or array of objects).
+    ///
+    /// A key the entity lacks, or a value of the wrong type, changes nothing; the context's next
+    /// ``ManagedObjectContext/save()`` throws ``RecordStoreError/Code/unknownProperty`` or
+    /// ``RecordStoreError/Code/typeMismatch`` naming the object and the key.
+    public func setValue(_ value: Any?, forKey key: String) {
+        withContext { (context: ManagedObjectContext) -> Void in
+            if let attribute = entity.attributesByName[key] {
+                guard let recordValue = RecordValue(any: value, as: attribute.type) else {
+                    refuse(
+                        key,
+                        RecordStoreError(
+                            .typeMismatch,
+                            "\(entity.name).\(key) cannot hold \(value.map { "\(type(of: $0))" } ?? "nil")",
+                            objectID: objectID, property: key))
+                    return
+                }
+                context.setAttribute(recordValue, of: self, key)
+            } else if let relationship = entity.relationshipsByName[key] {
+                guard let targets = ManagedObject.objects(in: value, toMany: relationship.isToMany) else {
+                    refuse(
+                        key,
+                        RecordStoreError(
+                            .typeMismatch, "\(entity.name).\(key) cannot hold \(String(describing: value))",
+                            objectID: objectID, property: key))
+                    return
+                }
+                context.setRelationship(targets, of: self, relationship.name)
+            } else {
+                refuse(
+                    key,
+                    RecordStoreError(
+                        .unknownProperty, "\(entity.name) has no property named \(String(reflecting: key))",
+                        objectID: objectID, property: key))
+            }
+        }
+    }
+
+    private func refuse(_ key: String, _ error: RecordStoreError) {
+        refusedValues.append((key, error))
+    }
+
+    private static func objects(in value: Any?, toMany: Bool) -> Set<ManagedObject>? {
+        switch value {
+        case nil: return []
+        case let object as ManagedObject: return [object]
+        case let objects as Set<ManagedObject> where toMany: return objects
+        case let objects as [ManagedObject] where toMany: return Set(objects)
+        case let objects as any Collection where toMany:
+            let cast = objects.compactMap { $0 as? ManagedObject }
+            return cast.count == objects.count ? Set(cast) : nil
+        default: return nil
+        }
+    }
+
+    /// An attribute's value as the store keeps it (a changed value, else the stored one, else the default).
+    public func primitiveValue(forKey key: String) -> RecordValue {
+        withContext { context in context.attributeValue(of: self, key) } ?? .null
+    }
+
+    /// The attributes changed since the last save, with their new values.
+    public func changedValuesForCurrentEvent() -> [String: RecordValue] {
+        withContext { _ in changedValues } ?? [:]
+    }
+
+    /// Runs `body` under the context's lock; `nil` when the object has no context.
+    func withContext<T>(_ body: (ManagedObjectContext) -> T) -> T? {
+        guard let context = managedObjectContext else { return nil }
+        return context.locked { body(context) }
+    }
+
+    public static func == (lhs: ManagedObject, rhs: ManagedObject) -> Bool { lhs === rhs }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    open var description: String { "<\(type(of: self)) \(objectID)>" }
 }

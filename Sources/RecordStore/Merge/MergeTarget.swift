@@ -45,7 +45,11 @@ extension MergeTarget {
             let before = record
             if record.merge(change, stamp: stamp) { updated.insert(change.id) }
             if record != before { try setRecord(record, for: change.id) }
-            for case .object(let target) in change.values.values { updated.insert(target) }
+            // A to-one that moved changes what its old and new targets read on their side.
+            for property in change.values.keys where before.value(property) != record.value(property) {
+                if case .object(let old) = before.value(property) { updated.insert(old) }
+                if case .object(let new) = record.value(property) { updated.insert(new) }
+            }
             for (link, present) in change.linksAdded.map({ ($0, true) }) + change.linksRemoved.map({ ($0, false) }) {
                 let key = LinkKey(source: change.id, relationship: link.relationship, target: link.target)
                 var register = try self.link(key)

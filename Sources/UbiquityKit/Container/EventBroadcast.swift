@@ -3,11 +3,13 @@ import Synchronization
 
 /// Hands every value to every listener; listeners come and go (each is an `AsyncStream` ended when its iteration
 /// ends, or when the broadcast finishes).
-final class EventBroadcast<Value: Sendable>: Sendable {
+package final class EventBroadcast<Value: Sendable>: Sendable {
     private let listeners = Mutex<[UUID: AsyncStream<Value>.Continuation]?>([:])
 
     /// A stream of every value sent from now on.
-    func stream() -> AsyncStream<Value> {
+    package init() {}
+
+    package func stream() -> AsyncStream<Value> {
         let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(8192))
         let id = UUID()
         let added = listeners.withLock { listeners -> Bool in
@@ -26,12 +28,12 @@ final class EventBroadcast<Value: Sendable>: Sendable {
     }
 
     /// Sends `value` to every listener.
-    func send(_ value: Value) {
+    package func send(_ value: Value) {
         for continuation in listeners.withLock({ Array(($0 ?? [:]).values) }) { continuation.yield(value) }
     }
 
     /// Ends every stream; later streams end at once.
-    func finish() {
+    package func finish() {
         let all = listeners.withLock { listeners in
             defer { listeners = nil }
             return Array((listeners ?? [:]).values)

@@ -1,0 +1,390 @@
+import DocumentKit
+import UbiquityKit
+import Foundation
+
+/// A scratch pad of objects read from a store and changed in memory until ``save()``, as Core Data's
+/// `NSManagedObjectContext`.
+///
+/// A context belongs to a queue: the main queue (`.mainQueue`, for the objects an interface shows) or a private
+/// one of its own (`.privateQueue`, for work in the background). Use it and its objects inside
+/// ``perform(_:)`` or ``performAndWait(_:)``; every call also takes the context's lock, so a slip costs a wait,
+/// never a torn object.
+///
+/// ```swift
+/// let context = ManagedObjectContext(concurrencyType: .mainQueue)
+/// context.persistentStoreCoordinator = coordinator
+/// let item = Item(context: context)
+/// item.title = "Milk"
+/// try context.save()
+/// ```
+public final class ManagedObjectContext: @unchecked Sendable {
+    /// Which queue a context's work runs on.
+    public enum ConcurrencyType: Sendable, Hashable {
+        /// The main queue: for the objects an interface shows.
+        case mainQueue
+        /// A private queue the context makes for itself.
+        case privateQueue
+    }
+
+    /// The context's queue.
+    public let concurrencyType: ConcurrencyType
+    /// A name for the context, shown in descriptions.
+    public var name: String? {
+        get { locked { storedName } }
+        set { locked { storedName = newValue } }
+    }
+    /// The coordinator whose store the context reads and saves to.
+    public var persistentStoreCoordinator: PersistentStoreCoordinator? {
+        get { locked { coordinator } }
+        set { locked { coordinator = newValue } }
+    }
+    /// How ``save()`` settles properties this context changed that the store changed too since they were read;
+    /// ``MergePolicy/error`` (the default) throws them as a merge conflict.
+    public var mergePolicy: MergePolicy {
+        get { locked { storedMergePolicy } }
+        set { locked { storedMergePolicy = newValue } }
+    }
+    /// Records every change as an undoable step, when set (only for a main-queue context: DocumentKit's undo
+    /// manager lives on the main actor).
+    public var undoManager: UndoManager? {
+        get { locked { storedUndoManager } }
+        set {
+            precondition(
+                newValue == nil || concurrencyType == .mainQueue, "an undo manager needs a main-queue context")
+            locked { storedUndoManager = newValue }
+        }
+    }
+
+    private let lock = NSRecursiveLock()
+    let queue: DispatchQueue
+    private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    private var storedName: String?
+    private var coordinator: PersistentStoreCoordinator?
+    private var storedMergePolicy = MergePolicy.error
+    var storedUndoManager: UndoManager?
+    /// Every object the context knows, by id.
+    var registered: [ManagedObjectID: ManagedObject] = [:]
+    /// Objects inserted, deleted or changed since the last save.
+    var pending: Set<ManagedObject> = []
+    let saves = EventBroadcast<ObjectIDChanges>()
+
+    /// Makes a context for `concurrencyType`'s queue.
+    public init(concurrencyType: ConcurrencyType) {
+        self.concurrencyType = concurrencyType
+        switch concurrencyType {
+        case .mainQueue: queue = .main
+        case .privateQueue:
+            queue = DispatchQueue(label: "RecordStore.ManagedObjectContext")
+        }
+        if concurrencyType == .privateQueue { queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self)) }
+    }
+
+    // MARK: - Queues
+
+    /// Runs `block` on the context's queue, later.
+    public func perform(_ block: @escaping @Sendable () -> Void) {
+        queue.async(execute: block)
+    }
+
+    /// Runs `block` on the context's queue and waits for it (at once when already on that queue).
+    public func performAndWait<T>(_ block: () throws -> T) rethrows -> T {
+        if isOnQueue { return try block() }
+        return try queue.sync(execute: block)
+    }
+
+    /// Runs `block` on the context's queue and returns what it returns.
+    public func perform<T: Sendable>(schedule: ScheduledTaskType = .immediate, _ block: @escaping @Sendable () throws -> T)
+        async throws -> T
+    {
+        if schedule == .immediate, isOnQueue { return try block() }
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try block() }) }
+        }
+    }
+
+    /// When ``perform(schedule:_:)`` runs its block.
+    public enum ScheduledTaskType: Sendable, Hashable {
+        /// At once when already on the context's queue, else as soon as the queue is free.
+        case immediate
+        /// Always after what the queue has already been asked to do.
+        case enqueued
+    }
+
+    private var isOnQueue: Bool {
+        switch concurrencyType {
+        case .mainQueue: Thread.isMainThread
+        case .privateQueue: DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self)
+        }
+    }
+
+    /// Runs `body` under the context's lock.
+    func locked<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    // MARK: - The store
+
+    /// The store the context reads and saves; `nil` before one is added.
+    var store: PersistentStore? { coordinator?.persistentStores.first }
+
+    /// The model of the context's coordinator.
+    var model: ManagedObjectModel? { coordinator?.managedObjectModel }
+
+    func database() throws(RecordStoreError) -> RecordDatabase {
+        guard let store else {
+            throw RecordStoreError(.storeNotAdded, "the context's coordinator has no store; add one first")
+        }
+        return store.database
+    }
+
+    /// The entity made as `type`.
+    func entityDescription(for type: ManagedObject.Type) -> EntityDescription {
+        guard let model else { preconditionFailure("the context has no coordinator, so no model") }
+        let matching = model.entities.filter { $0.managedObjectClass == type }
+        precondition(matching.count == 1, "the model has \(matching.count) entities made as \(type), not one")
+        return matching[0]
+    }
+
+    static func newObjectID(for entity: EntityDescription) -> ManagedObjectID {
+        ManagedObjectID(entityName: entity.name, uuid: UUID(), isTemporaryID: !entity.uniquenessKey.isEmpty)
+    }
+
+    // MARK: - Objects
+
+    /// The objects inserted since the last save.
+    public var insertedObjects: Set<ManagedObject> { locked { pending.filter { $0.state == .inserted } } }
+    /// The objects changed (not inserted or deleted) since the last save.
+    public var updatedObjects: Set<ManagedObject> {
+        locked { pending.filter { $0.state == .fault && $0.hasPropertyChanges } }
+    }
+    /// The objects deleted since the last save.
+    public var deletedObjects: Set<ManagedObject> { locked { pending.filter { $0.state == .deleted } } }
+    /// Every object the context knows.
+    public var registeredObjects: Set<ManagedObject> { locked { Set(registered.values) } }
+    /// Whether anything was inserted, changed or deleted since the last save.
+    public var hasChanges: Bool { locked { pending.contains { $0.hasUnsavedChanges } } }
+
+    /// The object with `id`, from the context's objects or as a fault to be read from the store when first used.
+    /// An id of an entity the model lacks gives an object with no properties.
+    public func object(with id: ManagedObjectID) -> ManagedObject {
+        locked { registeredObject(id) }
+    }
+
+    /// The object with `id` if it exists: in this context (not deleted) or in the store.
+    /// - Throws: ``RecordStoreError/Code/objectNotFound``.
+    public func existingObject(with id: ManagedObjectID) throws(RecordStoreError) -> ManagedObject {
+        try locked { () throws(RecordStoreError) -> ManagedObject in
+            if let object = registered[id] {
+                switch object.state {
+                case .inserted: return object
+                case .deleted, .gone: throw Self.notFound(id)
+                case .fault: if object.snapshot != nil { return object }
+                }
+            }
+            guard let entity = model?.entitiesByName[id.entityName],
+                let snapshot = try database().read({ try $0.snapshot(id) })
+            else { throw Self.notFound(id) }
+            let object = registered[id] ?? register(entity: entity, id: id)
+            object.snapshot = snapshot
+            return object
+        }
+    }
+
+    static func notFound(_ id: ManagedObjectID) -> RecordStoreError {
+        RecordStoreError(.objectNotFound, "no object \(id) in the store", objectID: id)
+    }
+
+    /// The registered object with `id`, or a new fault for it.
+    func registeredObject(_ id: ManagedObjectID) -> ManagedObject {
+        if let object = registered[id] { return object }
+        let entity =
+            model?.entitiesByName[id.entityName] ?? EntityDescription(name: id.entityName)
+        return register(entity: entity, id: id)
+    }
+
+    private func register(entity: EntityDescription, id: ManagedObjectID) -> ManagedObject {
+        let object = entity.managedObjectClass.init(entity: entity, objectID: id)
+        object.managedObjectContext = self
+        registered[id] = object
+        return object
+    }
+
+    /// Inserts a new object; it is saved with the next ``save()``.
+    public func insert(_ object: ManagedObject) {
+        locked {
+            precondition(
+                object.managedObjectContext == nil || object.managedObjectContext === self,
+                "\(object) belongs to another context")
+            if object.state == .deleted, registered[object.objectID] === object {
+                object.state = .fault  // inserting a deleted object again undoes the delete
+                return
+            }
+            object.managedObjectContext = self
+            object.state = .inserted
+            registered[object.objectID] = object
+            pending.insert(object)
+            registerUndo(object) { context, object in context.undoInsert(object) }
+        }
+    }
+
+    private func undoInsert(_ object: ManagedObject) {
+        guard object.state == .inserted else { return }
+        detach(object)
+    }
+
+    /// Forgets an object the context inserted, as if it never was.
+    func detach(_ object: ManagedObject) {
+        for (key, targets) in object.relationships where !targets.isEmpty { setRelationship([], of: object, key) }
+        pending.remove(object)
+        if registered[object.objectID] === object { registered[object.objectID] = nil }
+        object.state = .gone
+    }
+
+    /// Creates an object of the entity named `entityName` in `context` (Core Data's
+    /// `NSEntityDescription.insertNewObject(forEntityName:into:)`).
+    public static func insertNewObject(forEntityName entityName: String, into context: ManagedObjectContext)
+        -> ManagedObject
+    {
+        guard let entity = context.model?.entitiesByName[entityName] else {
+            preconditionFailure("the context's model has no entity named \(entityName)")
+        }
+        let object = entity.managedObjectClass.init(entity: entity, objectID: newObjectID(for: entity))
+        context.insert(object)
+        return object
+    }
+
+    // MARK: - Properties
+
+    /// An attribute's value: changed in memory, else as read from the store, else the attribute's default.
+    func attributeValue(of object: ManagedObject, _ key: String) -> RecordValue {
+        if let value = object.changedValues[key] { return value }
+        let attribute = object.entity.attributesByName[key]
+        return fire(object).values[key] ?? attribute?.defaultValue ?? .null
+    }
+
+    /// The object's snapshot, read from the store the first time; an inserted or vanished object reads its
+    /// defaults.
+    @discardableResult
+    func fire(_ object: ManagedObject) -> ObjectSnapshot {
+        if let snapshot = object.snapshot { return snapshot }
+        var snapshot = ObjectSnapshot(values: [:])
+        if object.state != .inserted, let database = try? database(),
+            let stored = try? database.read({ try $0.snapshot(object.objectID) })
+        {
+            snapshot = stored
+        }
+        object.snapshot = snapshot
+        return snapshot
+    }
+
+    /// Sets an attribute in memory; a value of the wrong type is refused, to be reported by the next save.
+    func setAttribute(_ value: RecordValue, of object: ManagedObject, _ key: String) {
+        guard let attribute = object.entity.attributesByName[key] else {
+            object.refusedValues.append(
+                (key, RecordStoreError(.unknownProperty, "\(object.entity.name) has no attribute \(key)",
+                    objectID: object.objectID, property: key)))
+            pending.insert(object)
+            return
+        }
+        guard value.isNull || attribute.type.accepts(value) else {
+            object.refusedValues.append(
+                (key, RecordStoreError(.typeMismatch, "\(object.entity.name).\(key) cannot hold \(value)",
+                    objectID: object.objectID, property: key)))
+            pending.insert(object)
+            return
+        }
+        let old = attributeValue(of: object, key)
+        guard old != value else { return }
+        if object.state != .inserted, fire(object).values[key] ?? attribute.defaultValue == value {
+            object.changedValues[key] = nil
+        } else {
+            object.changedValues[key] = value
+        }
+        pending.insert(object)
+        registerUndo(object) { context, object in context.setAttribute(old, of: object, key) }
+    }
+
+    /// The objects a relationship points at now, read from the store the first time.
+    func relationship(of object: ManagedObject, _ key: String) -> Set<ManagedObject> {
+        if let targets = object.relationships[key] { return targets }
+        var targets: Set<ManagedObject> = []
+        if object.state != .inserted, object.entity.relationshipsByName[key] != nil,
+            let database = try? database(),
+            let ids = try? database.read({ try $0.targets(of: object.objectID, key) })
+        {
+            targets = Set(ids.map(registeredObject).filter { $0.state != .gone })
+        }
+        object.relationships[key] = targets
+        object.storedRelationships[key] = targets
+        return targets
+    }
+
+    /// Sets a relationship in memory and keeps its inverse in step: the objects added point back at `object`,
+    /// the objects removed no longer do.
+    func setRelationship(_ targets: Set<ManagedObject>, of object: ManagedObject, _ key: String) {
+        guard let description = object.entity.relationshipsByName[key] else {
+            object.refusedValues.append(
+                (key, RecordStoreError(.unknownProperty, "\(object.entity.name) has no relationship \(key)",
+                    objectID: object.objectID, property: key)))
+            pending.insert(object)
+            return
+        }
+        if let wrong = targets.first(where: { $0.entity.name != description.destinationEntityName }) {
+            object.refusedValues.append(
+                (key, RecordStoreError(.typeMismatch, "\(object.entity.name).\(key) cannot point at \(wrong)",
+                    objectID: object.objectID, property: key)))
+            pending.insert(object)
+            return
+        }
+        guard description.isToMany || targets.count <= 1 else { return }
+        let old = relationship(of: object, key)
+        guard old != targets else { return }
+        object.relationships[key] = targets
+        pending.insert(object)
+        registerUndo(object) { context, object in context.setRelationship(old, of: object, key) }
+        guard let inverseName = description.inverseName,
+            let inverse = model?.entitiesByName[description.destinationEntityName]?.relationshipsByName[inverseName]
+        else { return }
+        for removed in old.subtracting(targets) {
+            var back = relationship(of: removed, inverseName)
+            if back.remove(object) != nil { setInverse(back, of: removed, inverseName) }
+        }
+        for added in targets.subtracting(old) {
+            var back = relationship(of: added, inverseName)
+            if inverse.isToMany {
+                if back.insert(object).inserted { setInverse(back, of: added, inverseName) }
+            } else {
+                // A to-one inverse leaves the object it pointed at before.
+                for previous in back where previous !== object {
+                    var others = relationship(of: previous, key)
+                    others.remove(added)
+                    setInverse(others, of: previous, key)
+                }
+                back = [object]
+                setInverse(back, of: added, inverseName)
+            }
+        }
+    }
+
+    /// Sets the inverse side of a change without following inverses again.
+    private func setInverse(_ targets: Set<ManagedObject>, of object: ManagedObject, _ key: String) {
+        object.relationships[key] = targets
+        pending.insert(object)
+    }
+
+    // MARK: - Undo
+
+    /// Registers how to undo a change of `object`, when the context has an undo manager.
+    func registerUndo(_ object: ManagedObject, _ undo: @escaping (ManagedObjectContext, ManagedObject) -> Void) {
+        guard let undoManager = storedUndoManager else { return }
+        nonisolated(unsafe) let undo = undo
+        MainActor.assumeIsolated {
+            undoManager.registerUndo(withTarget: self) { context in context.locked { undo(context, object) } }
+        }
+    }
+
+    public var description: String { "<ManagedObjectContext \(storedName ?? "") \(concurrencyType)>" }
+}

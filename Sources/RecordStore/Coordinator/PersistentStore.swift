@@ -1,0 +1,90 @@
+import DocumentKit
+import Foundation
+import Logging
+
+/// The option naming a store's content in the ubiquity container (Core Data's
+/// `NSPersistentStoreUbiquitousContentNameKey`): its logs live under `<content URL>/<name>/`.
+public let NSPersistentStoreUbiquitousContentNameKey = "NSPersistentStoreUbiquitousContentNameKey"
+/// The option giving the folder of the ubiquity container where a store's logs live (Core Data's
+/// `NSPersistentStoreUbiquitousContentURLKey`), such as `container/TransactionLogs`.
+public let NSPersistentStoreUbiquitousContentURLKey = "NSPersistentStoreUbiquitousContentURLKey"
+/// The option asking for lightweight migration on open (Core Data's `NSMigratePersistentStoresAutomaticallyOption`);
+/// stores always migrate lightweight changes, so it is accepted and changes nothing.
+public let NSMigratePersistentStoresAutomaticallyOption = "NSMigratePersistentStoresAutomaticallyOption"
+/// The option asking to infer the mapping model (Core Data's `NSInferMappingModelAutomaticallyOption`); accepted.
+public let NSInferMappingModelAutomaticallyOption = "NSInferMappingModelAutomaticallyOption"
+
+/// One store a coordinator opened: a SQLite file (or memory), and for a store with ubiquitous options, the
+/// folder of the container where its saves go as logs and other devices' logs are read from.
+public final class PersistentStore: Sendable, CustomStringConvertible {
+    /// The kinds of store.
+    public enum StoreType: String, Sendable, Hashable {
+        /// A SQLite database file (Core Data's `NSSQLiteStoreType`).
+        case sqlite
+        /// A database in memory, gone with the process (Core Data's `NSInMemoryStoreType`).
+        case inMemory
+    }
+
+    /// The store's kind.
+    public let type: StoreType
+    /// The store's file; `nil` in memory.
+    public let url: URL?
+    /// The options it was added with.
+    public let options: [String: any Sendable]
+    /// The store's identity, also its device folder's name among the store's logs.
+    public let identifier: String
+    /// `<content URL>/<content name>`: every device's folder of logs; `nil` for a store without ubiquitous options.
+    public let ubiquitousContentFolder: URL?
+
+    let database: RecordDatabase
+    private let logger = Logger(label: "RecordStore.PersistentStore")
+
+    init(type: StoreType, url: URL?, options: [String: any Sendable], model: ManagedObjectModel) throws(RecordStoreError) {
+        let name = options[NSPersistentStoreUbiquitousContentNameKey] as? String
+        let contentURL = options[NSPersistentStoreUbiquitousContentURLKey] as? URL
+        switch (name, contentURL) {
+        case (nil, nil): ubiquitousContentFolder = nil
+        case (let name?, let contentURL?):
+            guard ManagedObjectModel.isValidName(name) else {
+                throw RecordStoreError(
+                    .storeFailed, "the ubiquitous content name \(String(reflecting: name)) is not letters, digits and _")
+            }
+            ubiquitousContentFolder = contentURL.appendingPathComponent(name, isDirectory: true)
+        default:
+            throw RecordStoreError(
+                .storeFailed,
+                "a ubiquitous store needs both \(NSPersistentStoreUbiquitousContentNameKey) and "
+                    + "\(NSPersistentStoreUbiquitousContentURLKey)")
+        }
+        if type == .sqlite, url == nil { throw RecordStoreError(.storeFailed, "a SQLite store needs a file URL") }
+        if let url {
+            try? FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        }
+        self.type = type
+        self.url = url
+        self.options = options
+        self.database = try RecordDatabase(url: type == .sqlite ? url : nil, model: model)
+        self.identifier = database.replica.uuidString
+        didSave()
+    }
+
+    /// This device's folder of logs.
+    var logFolder: URL? { ubiquitousContentFolder?.appendingPathComponent(identifier, isDirectory: true) }
+
+    /// Writes the logs of saves not yet in the container. A failure is logged and retried after the next save and
+    /// on the next open: the saves are safe in the outbox meanwhile.
+    func didSave() {
+        guard let logFolder else {
+            _ = try? database.write { access in try access.db.execute(sql: "DELETE FROM rs_outbox") }
+            return
+        }
+        do {
+            try database.exportOutbox(to: logFolder)
+        } catch {
+            logger.error("the store's logs could not be written; they are kept and written later: \(error)")
+        }
+    }
+
+    public var description: String { "<PersistentStore \(type) \(url?.path ?? "memory") \(identifier)>" }
+}

@@ -1,0 +1,158 @@
+import DocumentKit
+import Foundation
+import Logging
+import Synchronization
+import UbiquityKit
+
+/// Opens stores for a model and brings other devices' saves into them, as Core Data's
+/// `NSPersistentStoreCoordinator` with iCloud's ubiquitous options.
+///
+/// ```swift
+/// let coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+/// try await coordinator.addPersistentStore(type: .sqlite, configuration: nil, at: storeURL, options: [
+///     NSPersistentStoreUbiquitousContentNameKey: "Grocery",
+///     NSPersistentStoreUbiquitousContentURLKey: containerURL.appendingPathComponent("TransactionLogs"),
+///     NSMigratePersistentStoresAutomaticallyOption: true,
+/// ])
+/// ```
+///
+/// A store with ubiquitous options writes each save as a log in its device's folder of the content, and imports
+/// the logs other devices' stores write there as they appear, posting
+/// ``didImportUbiquitousContentChangesNotification`` with the ids of what each import changed.
+public final class PersistentStoreCoordinator: Sendable {
+    /// The model every store of the coordinator holds.
+    public let managedObjectModel: ManagedObjectModel
+
+    private let stores = Mutex<[PersistentStore]>([])
+    private let imports = EventBroadcast<ObjectIDChanges>()
+    private let watchers = Mutex<[ContentWatcher]>([])
+    private let importQueue = DispatchQueue(label: "RecordStore.PersistentStoreCoordinator.import")
+    private let logger = Logger(label: "RecordStore.PersistentStoreCoordinator")
+
+    /// Makes a coordinator for `managedObjectModel`.
+    public init(managedObjectModel: ManagedObjectModel) {
+        self.managedObjectModel = managedObjectModel
+    }
+
+    deinit {
+        for watcher in watchers.withLock({ $0 }) { FileCoordinator.removeFilePresenter(watcher) }
+        imports.finish()
+    }
+
+    /// The stores added, in order.
+    public var persistentStores: [PersistentStore] { stores.withLock { $0 } }
+
+    /// Posted after an import applied other devices' saves, with the coordinator as object and the ids of the
+    /// objects inserted, updated and deleted under ``NSInsertedObjectsKey``, ``NSUpdatedObjectsKey`` and
+    /// ``NSDeletedObjectsKey`` (Core Data's `NSPersistentStoreDidImportUbiquitousContentChangesNotification`).
+    public static let didImportUbiquitousContentChangesNotification = Notification.Name(
+        "NSPersistentStoreDidImportUbiquitousContentChangesNotification")
+
+    /// Every import from now on, for as long as the stream is iterated.
+    public func importedChanges() -> AsyncStream<ObjectIDChanges> { imports.stream() }
+
+    /// Opens (creating or migrating as needed) a store and adds it.
+    ///
+    /// With ``NSPersistentStoreUbiquitousContentNameKey`` and ``NSPersistentStoreUbiquitousContentURLKey``, the
+    /// store's saves go to the container as logs, and the logs of other devices already there are imported before
+    /// this returns; later ones as they appear.
+    /// - Parameters:
+    ///   - type: The kind of store.
+    ///   - configuration: Must be `nil`: every entity of the model is in the store.
+    ///   - url: The store's file (for ``PersistentStore/StoreType/sqlite``).
+    ///   - options: Core Data's options.
+    /// - Throws: ``RecordStoreError/Code/invalidModel``, ``RecordStoreError/Code/newerModel`` (the store was
+    ///   written by a newer model), ``RecordStoreError/Code/storeFailed``.
+    @discardableResult
+    public func addPersistentStore(
+        type: PersistentStore.StoreType = .sqlite, configuration: String? = nil, at url: URL?,
+        options: [String: any Sendable]? = nil
+    ) throws(RecordStoreError) -> PersistentStore {
+        guard configuration == nil else {
+            throw RecordStoreError(.storeFailed, "configurations are not supported; pass nil")
+        }
+        let store = try PersistentStore(type: type, url: url, options: options ?? [:], model: managedObjectModel)
+        stores.withLock { $0.append(store) }
+        if let folder = store.ubiquitousContentFolder {
+            try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try importUbiquitousContent()
+            let watcher = ContentWatcher(folder: folder) { [weak self] in self?.scheduleImport() }
+            watchers.withLock { $0.append(watcher) }
+            FileCoordinator.addFilePresenter(watcher)
+            // Logs that came between the first import and the watch.
+            scheduleImport()
+        }
+        return store
+    }
+
+    /// Adds a store off the caller's thread, as the book does before telling the interface it is ready.
+    @discardableResult
+    public func addPersistentStore(
+        type: PersistentStore.StoreType = .sqlite, configuration: String? = nil, at url: URL?,
+        options: [String: any Sendable]? = nil
+    ) async throws -> PersistentStore {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    with: Result { () throws(RecordStoreError) -> PersistentStore in
+                        try self.addPersistentStore(type: type, configuration: configuration, at: url, options: options)
+                    })
+            }
+        }
+    }
+
+    private func scheduleImport() {
+        importQueue.async { [weak self] in
+            guard let self else { return }
+            do {
+                try self.importUbiquitousContent()
+            } catch {
+                self.logger.error("importing other devices' changes failed: \(error)")
+            }
+        }
+    }
+
+    /// Imports every log of another device not applied yet, in one transaction per store, and posts what changed.
+    ///
+    /// A log that cannot be read (truncated, altered, naming what the model lacks) is skipped, logged and tried
+    /// again at the next import; the others are applied. A log of a newer model is kept for after the upgrade.
+    /// - Returns: What the import changed.
+    @discardableResult
+    public func importUbiquitousContent() throws(RecordStoreError) -> ObjectIDChanges {
+        var total = ObjectIDChanges()
+        for store in persistentStores {
+            guard let folder = store.ubiquitousContentFolder else { continue }
+            let report = try LogImport.run(store: store, folder: folder)
+            for problem in report.problems { logger.warning("\(problem)") }
+            total.inserted.formUnion(report.changes.inserted)
+            total.updated.formUnion(report.changes.updated)
+            total.deleted.formUnion(report.changes.deleted)
+        }
+        total.updated.subtract(total.inserted.union(total.deleted))
+        if !total.isEmpty {
+            imports.send(total)
+            NotificationCenter.default.post(
+                name: Self.didImportUbiquitousContentChangesNotification, object: self, userInfo: total.userInfo)
+        }
+        return total
+    }
+}
+
+/// Presents a store's content folder to learn of logs other devices' engines put there.
+private final class ContentWatcher: FilePresenter, @unchecked Sendable {
+    let presentedItemURL: URL?
+    let presentedItemOperationQueue: OperationQueue
+    private let changed: @Sendable () -> Void
+
+    init(folder: URL, changed: @escaping @Sendable () -> Void) {
+        presentedItemURL = folder
+        presentedItemOperationQueue = OperationQueue()
+        presentedItemOperationQueue.maxConcurrentOperationCount = 1
+        self.changed = changed
+    }
+
+    func presentedSubitemDidAppear(at url: URL) { changed() }
+    func presentedSubitemDidChange(at url: URL) { changed() }
+    func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) { changed() }
+    func presentedItemDidChange() { changed() }
+}
