@@ -60,7 +60,8 @@ extension ManagedObjectContext {
             }
             return objects
         }
-        var results = try request.predicate.map { predicate in try matching.filter { try predicate.evaluate($0) } }
+        var results =
+            try request.predicate.map { predicate in try matching.filter { try predicate.evaluate($0) } }
             ?? matching
         if !request.sortDescriptors.isEmpty { results.sort(using: request.sortDescriptors) }
         if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }

@@ -13,9 +13,10 @@ import Foundation
 /// item.title = "Milk"
 /// ```
 ///
-/// Every read and write goes through the object's context, under the context's lock; use an object on its
-/// context's queue (``ManagedObjectContext/perform(_:)``), as Core Data asks.
-open class ManagedObject: Hashable, CustomStringConvertible, @unchecked Sendable {
+/// Every read and write goes through the object's context, under the context's lock. As in Core Data, objects are
+/// not `Sendable`: use an object on its context's queue (``ManagedObjectContext/perform(_:)``), and pass its
+/// ``objectID`` to other contexts.
+open class ManagedObject: Hashable, CustomStringConvertible {
     /// The object's entity.
     public let entity: EntityDescription
     /// The object's identity, the same on every device; temporary until first saved for an entity with a
@@ -78,7 +79,9 @@ open class ManagedObject: Hashable, CustomStringConvertible, @unchecked Sendable
     /// Whether the object was changed (not inserted or deleted) and not saved yet.
     public var isUpdated: Bool { withContext { _ in state == .fault && hasPropertyChanges } ?? false }
     /// Whether nothing of the object has been read from the store yet.
-    public var isFault: Bool { withContext { _ in state == .fault && snapshot == nil && relationships.isEmpty } ?? true }
+    public var isFault: Bool {
+        withContext { _ in state == .fault && snapshot == nil && relationships.isEmpty } ?? true
+    }
 
     var hasPropertyChanges: Bool {
         !changedValues.isEmpty || relationships.contains { storedRelationships[$0.key] != $0.value }

@@ -12,7 +12,9 @@ public struct ObjectIDChanges: Sendable, Hashable {
     public var deleted: Set<ManagedObjectID>
 
     /// Creates a change set.
-    public init(inserted: Set<ManagedObjectID> = [], updated: Set<ManagedObjectID> = [], deleted: Set<ManagedObjectID> = []) {
+    public init(
+        inserted: Set<ManagedObjectID> = [], updated: Set<ManagedObjectID> = [], deleted: Set<ManagedObjectID> = []
+    ) {
         self.inserted = inserted
         self.updated = updated
         self.deleted = deleted
@@ -41,7 +43,8 @@ public struct ObjectIDChanges: Sendable, Hashable {
             default: []
             }
         }
-        self.init(inserted: ids(NSInsertedObjectsKey), updated: ids(NSUpdatedObjectsKey), deleted: ids(NSDeletedObjectsKey))
+        self.init(
+            inserted: ids(NSInsertedObjectsKey), updated: ids(NSUpdatedObjectsKey), deleted: ids(NSDeletedObjectsKey))
     }
 }
 
@@ -155,7 +158,8 @@ extension ManagedObjectContext {
     }
 
     /// The ids inserted objects of entities with a uniqueness key take: derived from the key's values.
-    private func permanentIDs(for objects: [ManagedObject]) throws(RecordStoreError) -> [ManagedObject: ManagedObjectID] {
+    private func permanentIDs(for objects: [ManagedObject]) throws(RecordStoreError) -> [ManagedObject: ManagedObjectID]
+    {
         var ids: [ManagedObject: ManagedObjectID] = [:]
         for object in objects where object.state == .inserted && !object.entity.uniquenessKey.isEmpty {
             let values = object.entity.uniquenessKey.map { attributeValue(of: object, $0) }
@@ -253,7 +257,9 @@ extension ManagedObjectContext {
         case .fault, .gone: break
         }
         if inserted {
-            for attribute in entity.attributes { change.values[attribute.name] = attributeValue(of: object, attribute.name) }
+            for attribute in entity.attributes {
+                change.values[attribute.name] = attributeValue(of: object, attribute.name)
+            }
         } else if object.state == .fault {
             for (key, value) in object.changedValues where !dropping.contains(key) { change.values[key] = value }
         }
@@ -267,7 +273,8 @@ extension ManagedObjectContext {
                 if object.state != .deleted { change.values[key] = now.first.map { .object(id($0)) } ?? .null }
             case .links:
                 change.linksAdded = (change.linksAdded + now.subtracting(before).map { .init(key, id($0)) }).sorted()
-                change.linksRemoved = (change.linksRemoved + before.subtracting(now).map { .init(key, id($0)) }).sorted()
+                change.linksRemoved = (change.linksRemoved + before.subtracting(now).map { .init(key, id($0)) })
+                    .sorted()
             case .inverse, nil: break
             }
         }
@@ -330,7 +337,9 @@ extension ManagedObjectContext {
                 registerUndo(object) { context, object in
                     guard object.state == .deleted else { return }
                     object.state = .fault
-                    for (relationship, targets) in before { context.setRelationship(targets, of: object, relationship.name) }
+                    for (relationship, targets) in before {
+                        context.setRelationship(targets, of: object, relationship.name)
+                    }
                 }
             case .deleted, .gone: break
             }

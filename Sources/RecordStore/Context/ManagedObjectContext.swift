@@ -1,6 +1,6 @@
 import DocumentKit
-import UbiquityKit
 import Foundation
+import UbiquityKit
 
 /// A scratch pad of objects read from a store and changed in memory until ``save()``, as Core Data's
 /// `NSManagedObjectContext`.
@@ -83,8 +83,10 @@ public final class ManagedObjectContext: @unchecked Sendable {
     // MARK: - Queues
 
     /// Runs `block` on the context's queue, later.
-    public func perform(_ block: @escaping @Sendable () -> Void) {
-        queue.async(execute: block)
+    public func perform(_ block: @escaping () -> Void) {
+        // The block runs on the context's queue, where its objects belong.
+        nonisolated(unsafe) let block = block
+        queue.async { block() }
     }
 
     /// Runs `block` on the context's queue and waits for it (at once when already on that queue).
@@ -94,10 +96,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     }
 
     /// Runs `block` on the context's queue and returns what it returns.
-    public func perform<T: Sendable>(schedule: ScheduledTaskType = .immediate, _ block: @escaping @Sendable () throws -> T)
+    public func perform<T: Sendable>(schedule: ScheduledTaskType = .immediate, _ block: @escaping () throws -> T)
         async throws -> T
     {
         if schedule == .immediate, isOnQueue { return try block() }
+        nonisolated(unsafe) let block = block
         return try await withCheckedThrowingContinuation { continuation in
             queue.async { continuation.resume(with: Result { try block() }) }
         }
@@ -284,15 +287,23 @@ public final class ManagedObjectContext: @unchecked Sendable {
     func setAttribute(_ value: RecordValue, of object: ManagedObject, _ key: String) {
         guard let attribute = object.entity.attributesByName[key] else {
             object.refusedValues.append(
-                (key, RecordStoreError(.unknownProperty, "\(object.entity.name) has no attribute \(key)",
-                    objectID: object.objectID, property: key)))
+                (
+                    key,
+                    RecordStoreError(
+                        .unknownProperty, "\(object.entity.name) has no attribute \(key)",
+                        objectID: object.objectID, property: key)
+                ))
             pending.insert(object)
             return
         }
         guard value.isNull || attribute.type.accepts(value) else {
             object.refusedValues.append(
-                (key, RecordStoreError(.typeMismatch, "\(object.entity.name).\(key) cannot hold \(value)",
-                    objectID: object.objectID, property: key)))
+                (
+                    key,
+                    RecordStoreError(
+                        .typeMismatch, "\(object.entity.name).\(key) cannot hold \(value)",
+                        objectID: object.objectID, property: key)
+                ))
             pending.insert(object)
             return
         }
@@ -327,15 +338,23 @@ public final class ManagedObjectContext: @unchecked Sendable {
     func setRelationship(_ targets: Set<ManagedObject>, of object: ManagedObject, _ key: String) {
         guard let description = object.entity.relationshipsByName[key] else {
             object.refusedValues.append(
-                (key, RecordStoreError(.unknownProperty, "\(object.entity.name) has no relationship \(key)",
-                    objectID: object.objectID, property: key)))
+                (
+                    key,
+                    RecordStoreError(
+                        .unknownProperty, "\(object.entity.name) has no relationship \(key)",
+                        objectID: object.objectID, property: key)
+                ))
             pending.insert(object)
             return
         }
         if let wrong = targets.first(where: { $0.entity.name != description.destinationEntityName }) {
             object.refusedValues.append(
-                (key, RecordStoreError(.typeMismatch, "\(object.entity.name).\(key) cannot point at \(wrong)",
-                    objectID: object.objectID, property: key)))
+                (
+                    key,
+                    RecordStoreError(
+                        .typeMismatch, "\(object.entity.name).\(key) cannot point at \(wrong)",
+                        objectID: object.objectID, property: key)
+                ))
             pending.insert(object)
             return
         }
@@ -380,7 +399,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Registers how to undo a change of `object`, when the context has an undo manager.
     func registerUndo(_ object: ManagedObject, _ undo: @escaping (ManagedObjectContext, ManagedObject) -> Void) {
         guard let undoManager = storedUndoManager else { return }
+        // A main-queue context's objects live on the main actor, where undo runs.
         nonisolated(unsafe) let undo = undo
+        nonisolated(unsafe) let object = object
         MainActor.assumeIsolated {
             undoManager.registerUndo(withTarget: self) { context in context.locked { undo(context, object) } }
         }

@@ -39,7 +39,9 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     let database: RecordDatabase
     private let logger = Logger(label: "RecordStore.PersistentStore")
 
-    init(type: StoreType, url: URL?, options: [String: any Sendable], model: ManagedObjectModel) throws(RecordStoreError) {
+    init(type: StoreType, url: URL?, options: [String: any Sendable], model: ManagedObjectModel)
+        throws(RecordStoreError)
+    {
         let name = options[NSPersistentStoreUbiquitousContentNameKey] as? String
         let contentURL = options[NSPersistentStoreUbiquitousContentURLKey] as? URL
         switch (name, contentURL) {
@@ -47,7 +49,8 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
         case (let name?, let contentURL?):
             guard ManagedObjectModel.isValidName(name) else {
                 throw RecordStoreError(
-                    .storeFailed, "the ubiquitous content name \(String(reflecting: name)) is not letters, digits and _")
+                    .storeFailed, "the ubiquitous content name \(String(reflecting: name)) is not letters, digits and _"
+                )
             }
             ubiquitousContentFolder = contentURL.appendingPathComponent(name, isDirectory: true)
         default:

@@ -5,7 +5,7 @@ import RecordStore
 /// that hold items one-to-many.
 enum TestModel {
     static let item = EntityDescription(
-        name: "Item",
+        name: "Item", managedObjectClass: Item.self,
         attributes: [
             AttributeDescription(name: "title", type: .string, defaultValue: .string("")),
             AttributeDescription(name: "quantity", type: .integer16, defaultValue: .integer(1)),
@@ -16,14 +16,14 @@ enum TestModel {
             RelationshipDescription(name: "list", destinationEntityName: "List", inverseName: "items"),
         ])
     static let tag = EntityDescription(
-        name: "Tag",
+        name: "Tag", managedObjectClass: Tag.self,
         attributes: [AttributeDescription(name: "name", type: .string)],
         relationships: [
             RelationshipDescription(name: "items", destinationEntityName: "Item", inverseName: "tags", isToMany: true)
         ],
         uniquenessKey: ["name"])
     static let list = EntityDescription(
-        name: "List",
+        name: "List", managedObjectClass: GroceryList.self,
         attributes: [AttributeDescription(name: "name", type: .string)],
         relationships: [
             RelationshipDescription(
@@ -31,4 +31,22 @@ enum TestModel {
                 deleteRule: .cascade)
         ])
     static let model = ManagedObjectModel(version: 1, entities: [item, tag, list])
+}
+
+final class Item: ManagedObject {
+    @Attribute("title") var title: String
+    @Attribute("quantity") var quantity: Int16
+    @Attribute("note") var note: String?
+    @ToMany("tags") var tags: Set<Tag>
+    @ToOne("list") var list: GroceryList?
+}
+
+final class Tag: ManagedObject {
+    @Attribute("name") var name: String
+    @ToMany("items") var items: Set<Item>
+}
+
+final class GroceryList: ManagedObject {
+    @Attribute("name") var name: String
+    @ToMany("items") var items: Set<Item>
 }

@@ -1,0 +1,226 @@
+import Foundation
+import Testing
+
+@testable import RecordStore
+
+/// Contexts on a real SQLite store: what an app saves is what another context reads, relationships stay in step
+/// on both sides, and bad changes are refused whole.
+@Suite("Record store contexts")
+struct ContextTests {
+    @Test(
+        "objects saved in one context are fetched in another, with predicates, sorting, limits and both sides of relationships"
+    )
+    func saveAndFetch() throws {
+        try withTemporaryFolder { folder in
+            let fixture = try StoreFixture(in: folder)
+            let writer = fixture.context()
+            let week = GroceryList(context: writer)
+            week.name = "Week"
+            let family = Tag(context: writer)
+            family.name = "Family"
+            for (title, quantity) in [("Milk", 2), ("Bread", 1), ("Eggs", 12), ("Tea", 1)] {
+                let item = Item(context: writer)
+                item.title = title
+                item.quantity = Int16(quantity)
+                item.list = week
+                if title != "Tea" { item.tags.insert(family) }
+            }
+            #expect(week.items.count == 4, "the inverse follows at once, before any save")
+            #expect(family.items.count == 3)
+            #expect(writer.hasChanges && writer.insertedObjects.count == 6)
+            try writer.save()
+            #expect(!writer.hasChanges)
+            #expect(!family.objectID.isTemporaryID, "a saved tag takes the id its name gives it")
+            #expect(family.objectID == ManagedObjectID.derived(entityName: "Tag", keyValues: [.string("Family")]))
+
+            let reader = fixture.context()
+            let items = try reader.all(Item.self, sortedBy: \.title)
+            #expect(items.map(\.title) == ["Bread", "Eggs", "Milk", "Tea"])
+            #expect(items.map(\.quantity) == [1, 12, 2, 1])
+            #expect(items.allSatisfy { $0.list?.name == "Week" })
+            #expect(items.map { $0.tags.map(\.name) } == [["Family"], ["Family"], ["Family"], []])
+            var request = FetchRequest<Item>(
+                predicate: #Predicate<Item> { $0.quantity == 1 },
+                sortDescriptors: [SortDescriptor(\.title, order: .reverse)])
+            #expect(try reader.fetch(request).map(\.title) == ["Tea", "Bread"])
+            request.predicate = nil
+            request.fetchOffset = 1
+            request.fetchLimit = 2
+            #expect(try reader.fetch(request).map(\.title) == ["Milk", "Eggs"])
+            #expect(try reader.count(for: FetchRequest<Item>()) == 4)
+            #expect(try reader.count(for: FetchRequest<Item>(predicate: #Predicate { $0.title.contains("e") })) == 2)
+            let tag = try #require(try reader.all(Tag.self, sortedBy: \.name).first)
+            #expect(Set(tag.items.map(\.title)) == ["Milk", "Bread", "Eggs"])
+            #expect(tag.value(forKey: "name") as? String == "Family")
+            #expect((tag.value(forKey: "items") as? Set<ManagedObject>)?.count == 3)
+
+            // Pending changes count in a fetch: an unsaved insert is found, an unsaved delete is not.
+            let coffee = Item(context: reader)
+            coffee.title = "Coffee"
+            reader.delete(items[0])
+            #expect(try reader.all(Item.self, sortedBy: \.title).map(\.title) == ["Coffee", "Eggs", "Milk", "Tea"])
+        }
+    }
+
+    @Test("moving and removing relationships keeps both sides in step, saved and read again")
+    func relationshipsStayInStep() throws {
+        try withTemporaryFolder { folder in
+            let fixture = try StoreFixture(in: folder)
+            let context = fixture.context()
+            let home = GroceryList(context: context)
+            home.name = "Home"
+            let office = GroceryList(context: context)
+            office.name = "Office"
+            let milk = Item(context: context)
+            milk.title = "Milk"
+            milk.list = home
+            try context.save()
+
+            office.items.insert(milk)
+            #expect(milk.list === office, "adding to a list moves the item's to-one")
+            #expect(home.items.isEmpty, "and takes it out of the list it was in")
+            let work = Tag(context: context)
+            work.name = "Work"
+            milk.setValue([work], forKey: "tags")
+            try context.save()
+
+            let other = fixture.context()
+            let read = try #require(try other.all(Item.self, sortedBy: \.title).first)
+            #expect(read.list?.name == "Office")
+            #expect(read.tags.map(\.name) == ["Work"])
+            let lists = try other.all(GroceryList.self, sortedBy: \.name)
+            #expect(lists.map { $0.items.count } == [0, 1])
+
+            read.tags = []
+            read.list = nil
+            try other.save()
+            let third = fixture.context()
+            #expect(try third.all(Tag.self, sortedBy: \.name).first?.items.isEmpty == true)
+            #expect(try third.all(GroceryList.self, sortedBy: \.name).allSatisfy { $0.items.isEmpty })
+        }
+    }
+
+    @Test("delete rules: a list's items go with it, a tag's links are nullified, a deny rule refuses the delete")
+    func deleteRules() throws {
+        try withTemporaryFolder { folder in
+            let fixture = try StoreFixture(in: folder)
+            let context = fixture.context()
+            let list = GroceryList(context: context)
+            list.name = "Party"
+            let tag = Tag(context: context)
+            tag.name = "Fun"
+            for title in ["Cake", "Candles"] {
+                let item = Item(context: context)
+                item.title = title
+                item.list = list
+                item.tags = [tag]
+            }
+            let loose = Item(context: context)
+            loose.title = "Napkins"
+            loose.tags = [tag]
+            try context.save()
+
+            context.delete(list)
+            #expect(context.deletedObjects.count == 3, "the cascade deletes the list's items at once")
+            try context.save()
+            let after = fixture.context()
+            #expect(try after.all(Item.self, sortedBy: \.title).map(\.title) == ["Napkins"])
+            let fun = try #require(try after.all(Tag.self, sortedBy: \.name).first)
+            #expect(fun.items.map(\.title) == ["Napkins"])
+            after.delete(fun)
+            try after.save()
+            #expect(try fixture.context().all(Item.self, sortedBy: \.title).first?.tags.isEmpty == true)
+
+            let owner = EntityDescription(
+                name: "Owner", attributes: [AttributeDescription(name: "name", type: .string)],
+                relationships: [
+                    RelationshipDescription(
+                        name: "pets", destinationEntityName: "Pet", inverseName: "owner", isToMany: true,
+                        deleteRule: .deny)
+                ])
+            let pet = EntityDescription(
+                name: "Pet", attributes: [AttributeDescription(name: "name", type: .string)],
+                relationships: [
+                    RelationshipDescription(name: "owner", destinationEntityName: "Owner", inverseName: "pets")
+                ])
+            let denying = try StoreFixture(in: folder, name: "deny", model: ManagedObjectModel(entities: [owner, pet]))
+            let pets = denying.context()
+            let alice = ManagedObjectContext.insertNewObject(forEntityName: "Owner", into: pets)
+            alice.setValue("Alice", forKey: "name")
+            let rex = ManagedObjectContext.insertNewObject(forEntityName: "Pet", into: pets)
+            rex.setValue("Rex", forKey: "name")
+            rex.setValue(alice, forKey: "owner")
+            try pets.save()
+            pets.delete(alice)
+            let error = #expect(throws: RecordStoreError.self) { try pets.save() }
+            #expect(error?.code == .deleteDenied && error?.objectID == alice.objectID && error?.property == "pets")
+            pets.rollback()
+            #expect(!alice.isDeleted && !pets.hasChanges)
+            pets.delete(rex)
+            pets.delete(alice)
+            try pets.save()
+            #expect(try denying.context().count(for: FetchRequest<ManagedObject>(entityName: "Owner")) == 0)
+        }
+    }
+
+    @Test(
+        "a bad value or a missing required one is refused at save with the object and property named; nothing is saved")
+    func validation() throws {
+        try withTemporaryFolder { folder in
+            let fixture = try StoreFixture(in: folder)
+            let context = fixture.context()
+            let tag = Tag(context: context)
+            let unnamed = #expect(throws: RecordStoreError.self) { try context.save() }
+            #expect(unnamed?.code == .validationFailed && unnamed?.property == "name")
+            #expect(unnamed?.objectID == tag.objectID)
+            tag.name = "Family"
+
+            let item = Item(context: context)
+            item.setValue("a dozen", forKey: "quantity")
+            let mismatch = #expect(throws: RecordStoreError.self) { try context.save() }
+            #expect(mismatch?.code == .typeMismatch && mismatch?.property == "quantity")
+            #expect(item.quantity == 1, "the refused value changed nothing")
+            context.rollback()
+
+            let again = Item(context: context)
+            again.setValue(70_000, forKey: "quantity")
+            #expect(throws: RecordStoreError.self) { try context.save() }
+            context.rollback()
+            let typo = Item(context: context)
+            typo.setValue("x", forKey: "titel")
+            let unknown = #expect(throws: RecordStoreError.self) { try context.save() }
+            #expect(unknown?.code == .unknownProperty && unknown?.property == "titel")
+            context.rollback()
+            #expect(try fixture.context().count(for: FetchRequest<Item>()) == 0)
+            #expect(try fixture.context().count(for: FetchRequest<Tag>()) == 0)
+        }
+    }
+
+    @Test("rollback, reset and refresh")
+    func rollbackResetRefresh() throws {
+        try withTemporaryFolder { folder in
+            let fixture = try StoreFixture(in: folder)
+            let context = fixture.context()
+            let item = Item(context: context)
+            item.title = "Milk"
+            try context.save()
+            item.title = "Oat milk"
+            #expect(context.updatedObjects == [item] && item.isUpdated)
+            context.rollback()
+            #expect(item.title == "Milk" && !context.hasChanges)
+
+            let other = fixture.context()
+            let same = try #require(try other.existingObject(with: item.objectID) as? Item)
+            same.quantity = 3
+            try other.save()
+            #expect(item.quantity == 1, "a context keeps what it read until told")
+            context.refresh(item, mergeChanges: false)
+            #expect(item.quantity == 3)
+            context.reset()
+            #expect(context.registeredObjects.isEmpty)
+            #expect(throws: RecordStoreError.self) {
+                try context.existingObject(with: ManagedObjectID(entityName: "Item", uuid: UUID()))
+            }
+        }
+    }
+}

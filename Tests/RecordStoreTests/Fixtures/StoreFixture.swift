@@ -1,0 +1,37 @@
+import Foundation
+import RecordStore
+
+/// A coordinator with one SQLite store in a folder, and contexts on it.
+struct StoreFixture {
+    let coordinator: PersistentStoreCoordinator
+    let store: PersistentStore
+
+    /// A store at `folder/name.sqlite`; with `content`, a ubiquitous store whose logs go to `content/Grocery/`.
+    init(in folder: URL, name: String = "store", content: URL? = nil, model: ManagedObjectModel = TestModel.model)
+        throws
+    {
+        coordinator = PersistentStoreCoordinator(managedObjectModel: model)
+        var options: [String: any Sendable] = [NSMigratePersistentStoresAutomaticallyOption: true]
+        if let content {
+            options[NSPersistentStoreUbiquitousContentNameKey] = "Grocery"
+            options[NSPersistentStoreUbiquitousContentURLKey] = content
+        }
+        store = try coordinator.addPersistentStore(
+            type: .sqlite, configuration: nil, at: folder.appendingPathComponent("\(name).sqlite"), options: options)
+    }
+
+    /// A new private-queue context on the coordinator.
+    func context(_ policy: MergePolicy = .error) -> ManagedObjectContext {
+        let context = ManagedObjectContext(concurrencyType: .privateQueue)
+        context.persistentStoreCoordinator = coordinator
+        context.mergePolicy = policy
+        return context
+    }
+}
+
+extension ManagedObjectContext {
+    /// Every object of `type`, by title or name.
+    func all<T: ManagedObject>(_ type: T.Type, sortedBy key: KeyPath<T, String> & Sendable) throws -> [T] {
+        try fetch(FetchRequest<T>(sortDescriptors: [SortDescriptor(key)]))
+    }
+}
