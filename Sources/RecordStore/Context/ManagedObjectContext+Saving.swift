@@ -91,10 +91,11 @@ extension ManagedObjectContext {
         func id(_ object: ManagedObject) -> ManagedObjectID { finalIDs[object] ?? object.objectID }
         let policy = mergePolicy
         let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+        var stale: Set<ManagedObject> = []
         let result = try database.write { access -> (TransactionLog, MergeChanges)? in
             var changes: [ManagedObjectID: ObjectChange] = [:]
             var dropped: [ManagedObject: Set<String>] = [:]
-            try settleConflicts(objects, access: access, policy: policy, dropped: &dropped, overrides: &changes)
+            stale = try settleConflicts(objects, access: access, policy: policy, dropped: &dropped, overrides: &changes)
             for object in objects {
                 let change = self.change(of: object, id: id, dropping: dropped[object] ?? [])
                 if var existing = changes[change.id] {
@@ -115,7 +116,7 @@ extension ManagedObjectContext {
             }
             return try access.save(meaningful, physicalMilliseconds: now)
         }
-        for object in objects { settle(object, newID: finalIDs[object]) }
+        for object in objects { settle(object, stale: stale.contains(object), id: id) }
         pending.removeAll()
         store?.didSave()
         return result.map { ObjectIDChanges($0.1) } ?? ObjectIDChanges()
@@ -192,11 +193,13 @@ extension ManagedObjectContext {
     private func settleConflicts(
         _ objects: [ManagedObject], access: StoreAccess, policy: MergePolicy,
         dropped: inout [ManagedObject: Set<String>], overrides: inout [ManagedObjectID: ObjectChange]
-    ) throws {
+    ) throws -> Set<ManagedObject> {
         var conflicts: [MergeConflict] = []
         var owners: [MergeConflict: ManagedObject] = [:]
+        var stale: Set<ManagedObject> = []
         for object in objects where object.state == .fault {
             guard let cached = object.snapshot, let stored = try access.snapshot(object.objectID) else { continue }
+            if cached != stored { stale.insert(object) }
             var keys = Array(object.changedValues.keys)
             for (key, targets) in object.relationships
             where model?.storage(ofRelationship: key, in: object.entity.name) == .register
@@ -212,7 +215,7 @@ extension ManagedObjectContext {
                 owners[conflict] = object
             }
         }
-        guard !conflicts.isEmpty else { return }
+        guard !conflicts.isEmpty else { return stale }
         let resolutions = try policy.resolve(conflicts: conflicts)
         for conflict in conflicts {
             guard let object = owners[conflict] else { continue }
@@ -236,6 +239,7 @@ extension ManagedObjectContext {
                 overrides[object.objectID, default: ObjectChange(id: object.objectID)].values[conflict.property] = value
             }
         }
+        return stale
     }
 
     /// An attribute's or stored to-one's value as the context holds it.
@@ -281,19 +285,34 @@ extension ManagedObjectContext {
         return change
     }
 
-    /// After a save: the object's changes are the store's now; it reads them afresh when next used.
-    private func settle(_ object: ManagedObject, newID: ManagedObjectID?) {
+    /// After a save: the object's changes are the store's now. An object the store changed meanwhile (another
+    /// context's save, an import) reads its values afresh when next used; the others keep theirs as saved.
+    private func settle(_ object: ManagedObject, stale: Bool, id: (ManagedObject) -> ManagedObjectID) {
+        var snapshot: ObjectSnapshot?
+        if !stale, object.state == .inserted || object.state == .fault {
+            var values = object.snapshot?.values ?? [:]
+            for attribute in object.entity.attributes {
+                values[attribute.name] = attributeValue(of: object, attribute.name)
+            }
+            for (key, targets) in object.relationships
+            where model?.storage(ofRelationship: key, in: object.entity.name) == .register {
+                values[key] = targets.first.map { .object(id($0)) } ?? .null
+            }
+            snapshot = ObjectSnapshot(values: values)
+        }
+        let newID = id(object)
         switch object.state {
         case .deleted, .gone:
             object.state = .gone
             if registered[object.objectID] === object { registered[object.objectID] = nil }
         case .inserted, .fault:
             object.state = .fault
-            if let newID, newID != object.objectID {
+            if newID != object.objectID {
                 if registered[object.objectID] === object { registered[object.objectID] = nil }
                 object.objectID = newID
                 if let existing = registered[newID], existing !== object {
                     refresh(existing, mergeChanges: true)
+                    snapshot = nil
                 } else {
                     registered[newID] = object
                 }
@@ -301,9 +320,13 @@ extension ManagedObjectContext {
         }
         object.changedValues = [:]
         object.refusedValues = []
-        object.snapshot = nil
-        object.relationships = [:]
-        object.storedRelationships = [:]
+        object.snapshot = snapshot
+        if snapshot == nil {
+            object.relationships = [:]
+            object.storedRelationships = [:]
+        } else {
+            object.storedRelationships = object.relationships
+        }
     }
 
     // MARK: - Deleting
