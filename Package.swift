@@ -212,7 +212,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RecordStoreTests",
-            dependencies: ["RecordStore", "SyncSimulation", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "RecordStore", "SyncSimulation", "UbiquityTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(
             name: "SyncSimulationTests",

@@ -1,0 +1,125 @@
+import Foundation
+import Synchronization
+import Testing
+import UbiquityTestSupport
+
+@testable import RecordStore
+
+/// Two devices' stores sharing one content folder, as two machines share a container once their engines have
+/// synced it: each save appears as a log, the other store imports it when the file system says it arrived.
+@Suite("Record store imports")
+struct ContentFolderTests {
+    @Test("items and tags saved on A appear on B with a did-import naming them; concurrent edits converge")
+    func twoDevicesConverge() async throws {
+        try await withTemporaryFolder { folder in
+            let content = folder.appendingPathComponent("container/TransactionLogs", isDirectory: true)
+            let a = try StoreFixture(in: folder, name: "a", content: content)
+            let b = try StoreFixture(in: folder, name: "b", content: content)
+            let importsOnB = ImportRecorder(b.coordinator)
+            let importsOnA = ImportRecorder(a.coordinator)
+
+            let onA = a.context()
+            let milk = Item(context: onA)
+            milk.title = "Milk"
+            let family = Tag(context: onA)
+            family.name = "Family"
+            milk.tags = [family]
+            try onA.save()
+            let milkID = milk.objectID
+            let first = try await importsOnB.next { $0.inserted.contains(milkID) }
+            #expect(first.inserted == [milk.objectID, family.objectID])
+
+            // Concurrent edits: the title on A, the tags and quantity on B.
+            let onB = b.context()
+            let milkOnB = try #require(try onB.existingObject(with: milk.objectID) as? Item)
+            #expect(milkOnB.tags.map(\.name) == ["Family"])
+            let work = Tag(context: onB)
+            work.name = "Work"
+            milkOnB.tags.insert(work)
+            milkOnB.quantity = 2
+            milk.title = "Whole milk"
+            try onA.save()
+            try onB.save()
+            try await importsOnA.next { $0.updated.contains(milkID) }
+            try await importsOnB.next { $0.updated.contains(milkID) }
+
+            for fixture in [a, b] {
+                let context = fixture.context()
+                let item = try #require(try context.existingObject(with: milk.objectID) as? Item)
+                #expect(item.title == "Whole milk" && item.quantity == 2)
+                #expect(Set(item.tags.map(\.name)) == ["Family", "Work"])
+            }
+            let stateA = try a.store.database.read { try $0.replicaState() }
+            let stateB = try b.store.database.read { try $0.replicaState() }
+            #expect(stateA == stateB, "both stores hold the same records and links")
+        }
+    }
+
+    @Test("a corrupt or hostile log is skipped with the rest applied, and a store added later imports what is there")
+    func badLogsAndLateStores() throws {
+        try withTemporaryFolder { folder in
+            let content = folder.appendingPathComponent("TransactionLogs", isDirectory: true)
+            let a = try StoreFixture(in: folder, name: "a", content: content)
+            let onA = a.context()
+            for title in ["Milk", "Bread"] {
+                let item = Item(context: onA)
+                item.title = title
+                try onA.save()
+            }
+            let logs = content.appendingPathComponent("Grocery/\(a.store.identifier)", isDirectory: true)
+            let names = try FileManager.default.contentsOfDirectory(atPath: logs.path).sorted()
+            #expect(names == ["000000000001.log", "000000000002.log"])
+
+            // A stranger's folder: a truncated log, a log under another device's name, and garbage.
+            let stranger = content.appendingPathComponent("Grocery/\(UUID().uuidString)", isDirectory: true)
+            try FileManager.default.createDirectory(at: stranger, withIntermediateDirectories: true)
+            let good = try Data(contentsOf: logs.appendingPathComponent(names[0]))
+            try good.prefix(good.count - 5).write(to: stranger.appendingPathComponent("000000000001.log"))
+            try good.write(to: stranger.appendingPathComponent("000000000002.log"))
+            try Data("not a log".utf8).write(to: stranger.appendingPathComponent("000000000003.log"))
+            try Data().write(to: stranger.appendingPathComponent("notes.txt"))
+
+            let b = try StoreFixture(in: folder, name: "b", content: content)
+            let reader = b.context()
+            let titles = try reader.all(Item.self, sortedBy: \.title).map(\.title)
+            #expect(titles == ["Bread", "Milk"], "A's logs imported as the store was added; the stranger's refused")
+            #expect(try b.coordinator.importUbiquitousContent().isEmpty, "an import finds nothing new a second time")
+        }
+    }
+
+}
+
+/// Every import a coordinator posts, recorded as it comes.
+private final class ImportRecorder: Sendable {
+    private let received: Box
+    private let task: Task<Void, Never>
+
+    private final class Box: Sendable {
+        let changes = Mutex<[ObjectIDChanges]>([])
+    }
+
+    init(_ coordinator: PersistentStoreCoordinator) {
+        let stream = coordinator.importedChanges()
+        let received = Box()
+        self.received = received
+        task = Task { for await changes in stream { received.changes.withLock { $0.append(changes) } } }
+    }
+
+    deinit { task.cancel() }
+
+    /// Waits (up to a minute) for an import that satisfies `condition`; fails without one.
+    @discardableResult
+    func next(where condition: @escaping @Sendable (ObjectIDChanges) -> Bool) async throws -> ObjectIDChanges {
+        var found: ObjectIDChanges?
+        let arrived = await eventually {
+            found = received.changes.withLock { received in
+                guard let index = received.firstIndex(where: condition) else { return nil }
+                defer { received.removeSubrange(...index) }
+                return received[index]
+            }
+            return found != nil
+        }
+        #expect(arrived, "no such import within a minute")
+        return try #require(found)
+    }
+}
