@@ -142,6 +142,12 @@ let package = Package(
             dependencies: ["DocumentKit"],
             path: "Tests/DocumentTestHelper"
         ),
+        // The record store's crash test spawns it and kills it; not shipped.
+        .executableTarget(
+            name: "record-store-test-helper",
+            dependencies: ["RecordStore"],
+            path: "Tests/RecordStoreTestHelper"
+        ),
         // Starts the tests' child processes with posix_spawn: Foundation's Process.run could crash the test process.
         .target(name: "ChildProcess", path: "Tests/ChildProcess"),
         // The deterministic simulation of several devices running the engine's planner: the tests run it, and
@@ -213,7 +219,7 @@ let package = Package(
         .testTarget(
             name: "RecordStoreTests",
             dependencies: [
-                "RecordStore", "SyncSimulation", "UbiquityTestSupport",
+                "ChildProcess", "RecordStore", "record-store-test-helper", "SyncSimulation", "UbiquityTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -25,13 +25,3 @@ struct DemoCommandTests {
         #expect(text.contains("All steps done."))
     }
 }
-
-/// An executable this package builds, beside the test binary.
-func builtProduct(_ name: String) throws -> URL {
-    let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-    let url = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent(name)
-    guard FileManager.default.isExecutableFile(atPath: url.path) else {
-        throw TestFailure("\(name) is not built beside the tests at \(url.path)")
-    }
-    return url
-}

@@ -110,9 +110,12 @@ final class RecordDatabase: Sendable {
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             for (sequence, bytes) in pending {
-                try SafeFileWriter.replaceItem(
-                    at: folder.appendingPathComponent(Self.logFileName(sequence)), synchronizesContents: false
-                ) { temporary in try SafeFileWriter.writeFile(bytes, to: temporary) }
+                let destination = folder.appendingPathComponent(Self.logFileName(sequence))
+                // A write of this log that a crash cut short left its temporary file: only this store writes here.
+                SafeFileWriter.removeStaleTemporarySiblings(of: destination)
+                try SafeFileWriter.replaceItem(at: destination, synchronizesContents: false) { temporary in
+                    try SafeFileWriter.writeFile(bytes, to: temporary)
+                }
             }
         } catch {
             throw RecordStoreError(

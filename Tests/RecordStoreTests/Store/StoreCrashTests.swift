@@ -1,0 +1,109 @@
+import ChildProcess
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Kills a process that saves in a loop (`record-store-test-helper save-loop`) with SIGKILL at random instants,
+/// again and again on one store, and after every kill opens the store in another process and checks that the store
+/// and its logs agree: every save in both or in neither, each log whole, nothing a save reported lost.
+@Suite("Record store crash safety")
+struct StoreCrashTests {
+    @Test("after SIGKILL at any instant of a save loop, the store opens and it and its logs agree (100 kills)")
+    func storeAndLogsAgree() async throws {
+        let helper = try builtProduct("record-store-test-helper")
+        try await withTemporaryFolder { folder in
+            let store = folder.appendingPathComponent("store.sqlite").path
+            let content = folder.appendingPathComponent("TransactionLogs").path
+            let problems = try await offPoolThread { () throws -> [String] in
+                var problems: [String] = []
+                var previous = 0
+                for kill in 1...100 where problems.count < 5 {
+                    let acknowledged = try Self.killMidSave(helper: helper, arguments: ["save-loop", store, content])
+                    let check = try ChildProcess(
+                        helper, arguments: ["check", store, content], standardInput: .nullDevice,
+                        standardOutput: .pipe, standardError: .sameAsStandardOutput)
+                    let output = String(decoding: try check.readAllOutput(), as: UTF8.self)
+                    check.waitUntilExit()
+                    let line = output.split(separator: "\n").last.map(String.init) ?? ""
+                    guard line.hasPrefix("ok "), let saves = Int(line.dropFirst(3)) else {
+                        problems.append("kill \(kill): \(output)")
+                        continue
+                    }
+                    if saves < acknowledged {
+                        problems.append("kill \(kill): save \(acknowledged) reported, \(saves) kept")
+                    }
+                    if saves > acknowledged + 1 {
+                        problems.append(
+                            "kill \(kill): \(saves) saves kept, only \(acknowledged) reported and one under way")
+                    }
+                    if saves < previous { problems.append("kill \(kill): \(saves) saves after \(previous)") }
+                    previous = saves
+                }
+                return problems
+            }
+            #expect(problems == [])
+        }
+    }
+
+    @Test("the check refuses a store whose logs lost a save or hold a torn one")
+    func checkCatchesDisagreement() async throws {
+        let helper = try builtProduct("record-store-test-helper")
+        try await withTemporaryFolder { folder in
+            let store = folder.appendingPathComponent("store.sqlite").path
+            let content = folder.appendingPathComponent("TransactionLogs")
+            let outputs = try await offPoolThread { () throws -> [String] in
+                _ = try Self.killMidSave(helper: helper, arguments: ["save-loop", store, content.path])
+                func check() throws -> String {
+                    let process = try ChildProcess(
+                        helper, arguments: ["check", store, content.path], standardInput: .nullDevice,
+                        standardOutput: .pipe, standardError: .sameAsStandardOutput)
+                    defer { process.waitUntilExit() }
+                    return String(decoding: try process.readAllOutput(), as: UTF8.self)
+                }
+                let whole = try check()
+                let logs = try FileManager.default.subpathsOfDirectory(atPath: content.path)
+                    .filter { $0.hasSuffix(".log") }.sorted().map { content.appendingPathComponent($0) }
+                let last = try #require(logs.last)
+                let bytes = try Data(contentsOf: last)
+                try bytes.prefix(bytes.count / 2).write(to: last)
+                let torn = try check()
+                try FileManager.default.removeItem(at: last)
+                let missing = try check()
+                return [whole, torn, missing]
+            }
+            #expect(outputs[0].hasPrefix("ok "))
+            #expect(outputs[1].contains("problem:") && outputs[1].contains("digest"))
+            #expect(outputs[2].contains("problem:") && outputs[2].contains("items in the store"))
+        }
+    }
+
+    /// Starts the save loop, waits for its first save, kills it 0–30 ms later; returns the last save it reported.
+    private static func killMidSave(helper: URL, arguments: [String]) throws -> Int {
+        let process = try ChildProcess(
+            helper, arguments: arguments, standardInput: .nullDevice, standardOutput: .pipe, standardError: .pipe)
+        guard let output = process.standardOutputDescriptor, let errors = process.standardErrorDescriptor else {
+            throw ChildProcessError(.invalidConfiguration, "the save loop was started without its output pipes")
+        }
+        let lines = SavedLines(descriptor: output)
+        let started = lines.waitForFirst(timeoutMilliseconds: 60_000)
+        if started { usleep(UInt32.random(in: 0...30_000)) }
+        _ = process.kill()
+        process.waitUntilExit()
+        lines.drain()
+        guard started, let last = lines.last else {
+            let diagnostics = String(decoding: readAvailable(errors), as: UTF8.self)
+            throw ChildProcessError(.io, "the save loop reported no save within a minute: \(diagnostics)")
+        }
+        return last
+    }
+
+    /// Runs blocking work (child processes and pipes) on a thread of its own, off the tests' shared pool.
+    private func offPoolThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
+    }
+}
