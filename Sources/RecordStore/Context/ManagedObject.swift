@@ -142,8 +142,10 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         }
     }
 
+    /// Keeps a refused value's error for the next save to throw (called under the context's lock).
     private func refuse(_ key: String, _ error: RecordStoreError) {
         refusedValues.append((key, error))
+        managedObjectContext?.pending.insert(self)
     }
 
     private static func objects(in value: Any?, toMany: Bool) -> Set<ManagedObject>? {

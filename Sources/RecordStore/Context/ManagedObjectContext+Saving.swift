@@ -99,10 +99,13 @@ extension ManagedObjectContext {
             for object in objects {
                 let change = self.change(of: object, id: id, dropping: dropped[object] ?? [])
                 if var existing = changes[change.id] {
-                    existing.existence = change.existence ?? existing.existence
+                    // Two objects of one id (a key deleted and created again, or created twice): an insert wins
+                    // over a delete, and a link one adds over the same link the other removes.
+                    if existing.existence != true { existing.existence = change.existence ?? existing.existence }
                     existing.values.merge(change.values) { _, new in new }
-                    existing.linksAdded = Array(Set(existing.linksAdded + change.linksAdded)).sorted()
-                    existing.linksRemoved = Array(Set(existing.linksRemoved + change.linksRemoved)).sorted()
+                    let added = Set(existing.linksAdded + change.linksAdded)
+                    existing.linksAdded = added.sorted()
+                    existing.linksRemoved = Set(existing.linksRemoved + change.linksRemoved).subtracting(added).sorted()
                     changes[change.id] = existing
                 } else {
                     changes[change.id] = change
@@ -139,6 +142,15 @@ extension ManagedObjectContext {
                     }
                 }
             case .inserted, .fault:
+                if object.state == .fault,
+                    let key = entity.uniquenessKey.first(where: { object.changedValues[$0] != nil })
+                {
+                    throw RecordStoreError(
+                        .validationFailed,
+                        "\(entity.name).\(key) is part of the uniqueness key, which names the object on every device: "
+                            + "delete \(object.objectID) and insert an object with the new key instead",
+                        objectID: object.objectID, property: key)
+                }
                 for attribute in entity.attributes where !attribute.isOptional {
                     if attributeValue(of: object, attribute.name).isNull {
                         throw RecordStoreError(
@@ -198,7 +210,13 @@ extension ManagedObjectContext {
         var owners: [MergeConflict: ManagedObject] = [:]
         var stale: Set<ManagedObject> = []
         for object in objects where object.state == .fault {
-            guard let cached = object.snapshot, let stored = try access.snapshot(object.objectID) else { continue }
+            guard let stored = try access.snapshot(object.objectID) else {
+                // Deleted in the store meanwhile: a delete wins over edits made before or concurrently with it
+                // (docs/RecordStore.md), so the edit is saved but the object stays deleted; the context reads that.
+                stale.insert(object)
+                continue
+            }
+            guard let cached = object.snapshot else { continue }
             if cached != stored { stale.insert(object) }
             var keys = Array(object.changedValues.keys)
             for (key, targets) in object.relationships
@@ -207,10 +225,16 @@ extension ManagedObjectContext {
             {
                 keys.append(key)
             }
-            for key in keys.sorted() where (cached.values[key] ?? .null) != (stored.values[key] ?? .null) {
+            for key in keys.sorted() {
+                // What the context read: an attribute when first read or set, a to-one when its relationship was.
+                let read =
+                    object.entity.attributesByName[key] != nil
+                    ? cached.values[key] ?? .null
+                    : object.storedRelationships[key]?.first.map { .object($0.objectID) } ?? .null
+                guard read != stored.values[key] ?? .null else { continue }
                 let conflict = MergeConflict(
                     objectID: object.objectID, property: key, objectValue: currentValue(of: object, key),
-                    cachedValue: cached.values[key] ?? .null, persistedValue: stored.values[key] ?? .null)
+                    cachedValue: read, persistedValue: stored.values[key] ?? .null)
                 conflicts.append(conflict)
                 owners[conflict] = object
             }
@@ -282,6 +306,8 @@ extension ManagedObjectContext {
             case .inverse, nil: break
             }
         }
+        // One link removed from one object and added to another of the same id (a key deleted and created again).
+        change.linksRemoved.removeAll { Set(change.linksAdded).contains($0) }
         return change
     }
 
@@ -301,6 +327,9 @@ extension ManagedObjectContext {
             snapshot = ObjectSnapshot(values: values)
         }
         let newID = id(object)
+        if stale, object.state == .fault, (try? database().read({ try $0.isLive(object.objectID) })) == false {
+            object.state = .gone
+        }
         switch object.state {
         case .deleted, .gone:
             object.state = .gone
@@ -338,6 +367,9 @@ extension ManagedObjectContext {
             guard object.managedObjectContext === self else { return }
             switch object.state {
             case .inserted:
+                for relationship in object.entity.relationships where relationship.deleteRule == .cascade {
+                    for target in self.relationship(of: object, relationship.name) { delete(target) }
+                }
                 detach(object)
                 registerUndo(object) { context, object in
                     object.state = .fault

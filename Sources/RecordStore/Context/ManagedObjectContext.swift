@@ -8,7 +8,8 @@ import UbiquityKit
 /// A context belongs to a queue: the main queue (`.mainQueue`, for the objects an interface shows) or a private
 /// one of its own (`.privateQueue`, for work in the background). Use it and its objects inside
 /// ``perform(_:)`` or ``performAndWait(_:)``; every call also takes the context's lock, so a slip costs a wait,
-/// never a torn object.
+/// never a torn object (but a main-queue context with an undo manager must be used on the main thread, where undo
+/// lives).
 ///
 /// ```swift
 /// let context = ManagedObjectContext(concurrencyType: .mainQueue)
@@ -342,6 +343,19 @@ public final class ManagedObjectContext: @unchecked Sendable {
                     key,
                     RecordStoreError(
                         .unknownProperty, "\(object.entity.name) has no relationship \(key)",
+                        objectID: object.objectID, property: key)
+                ))
+            pending.insert(object)
+            return
+        }
+        if let foreign = targets.first(where: { $0.managedObjectContext !== self }) {
+            object.refusedValues.append(
+                (
+                    key,
+                    RecordStoreError(
+                        .validationFailed,
+                        "\(object.entity.name).\(key) cannot point at \(foreign), "
+                            + "an object of another context; fetch it in this one by its objectID",
                         objectID: object.objectID, property: key)
                 ))
             pending.insert(object)

@@ -18,6 +18,10 @@ enum LogImport {
         let own = store.identifier
         let devices = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         let database = store.database
+        // Logs of a newer model kept before an upgrade: applied now if this model is new enough.
+        for bytes in try database.read({ try $0.pendingLogs() }) {
+            if let log = try? TransactionLog(decoding: bytes) { logs.append((log, bytes)) }
+        }
         for name in devices.sorted() where name != own {
             guard let device = UUID(uuidString: name) else { continue }
             let deviceFolder = folder.appendingPathComponent(name, isDirectory: true)

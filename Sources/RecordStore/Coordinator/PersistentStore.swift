@@ -69,6 +69,11 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
         self.options = options
         self.database = try RecordDatabase(url: type == .sqlite ? url : nil, model: model)
         self.identifier = database.replica.uuidString
+        if let logFolder {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: logFolder.path)) ?? []
+            let highest = names.compactMap { $0.hasSuffix(".log") ? UInt64($0.dropLast(4)) : nil }.max() ?? 0
+            try database.raiseSequence(toAtLeast: highest)
+        }
         didSave()
     }
 

@@ -1,6 +1,7 @@
 import DocumentKit
 import Foundation
 import GRDB
+import Synchronization
 
 /// A store's database: SQLite through GRDB in WAL mode, laid out by ``StoreSchema``, with the store's bookkeeping
 /// beside the objects — its replica id, clock and save sequence (`rs_meta`), the logs of its saves not yet written
@@ -13,6 +14,7 @@ import GRDB
 final class RecordDatabase: Sendable {
     let writer: any DatabaseWriter
     let schema: StoreSchema
+    private let exporting = Mutex(())
     /// The device this store saves as.
     let replica: UUID
 
@@ -28,6 +30,9 @@ final class RecordDatabase: Sendable {
             if let url {
                 var configuration = Configuration()
                 configuration.busyMode = .timeout(10)
+                // A commit must survive a power loss once its log may be in the container: in WAL mode GRDB's
+                // NORMAL would let a committed save (and its sequence number) vanish after its log was written.
+                configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
                 writer = try DatabasePool(path: url.path, configuration: configuration)
             } else {
                 writer = try DatabaseQueue()
@@ -101,6 +106,23 @@ final class RecordDatabase: Sendable {
     /// - Returns: How many logs were written.
     @discardableResult
     func exportOutbox(to folder: URL) throws(RecordStoreError) -> Int {
+        // Two contexts saving at once export one at a time: each removes what a killed write left, never the
+        // other's file being written.
+        try exporting.withLock { _ throws(RecordStoreError) -> Int in try exportUnlocked(to: folder) }
+    }
+
+    /// Raises the save sequence to at least `sequence`: the highest log of this store found in its folder. A save
+    /// lost with its database (restored from a backup, or a power loss before the database was durable) never
+    /// reuses the number of a log other devices may have applied.
+    func raiseSequence(toAtLeast sequence: UInt64) throws(RecordStoreError) {
+        try write { access in
+            if UInt64(try access.integerMeta("sequence")) < sequence {
+                try access.setMeta("sequence", Int64(sequence))
+            }
+        }
+    }
+
+    private func exportUnlocked(to folder: URL) throws(RecordStoreError) -> Int {
         let pending = try read { access in
             try Row.fetchAll(access.db, sql: "SELECT sequence, log FROM rs_outbox ORDER BY sequence").map {
                 (UInt64($0[0] as Int64), $0[1] as Data)

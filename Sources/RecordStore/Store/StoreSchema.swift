@@ -142,9 +142,8 @@ struct EntityTable: Sendable {
         }
         let stamps: Data = row[offset + 3]
         for (property, stamp) in try StampList.decode(stamps) {
-            guard let index = columnIndex[property] else {
-                throw RecordStoreError(.storeFailed, "a stamp of \(entity.name).\(property), which has no column")
-            }
+            // A property a later model no longer stores (as a column): its register is not read.
+            guard let index = columnIndex[property] else { continue }
             let column = columns[index]
             let stored: DatabaseValue = row[offset + 4 + index]
             let value = try column.value(from: stored, entity: entity.name)

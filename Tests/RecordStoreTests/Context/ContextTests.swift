@@ -95,8 +95,10 @@ struct ContextTests {
             read.list = nil
             try other.save()
             let third = fixture.context()
-            #expect(try third.all(Tag.self, sortedBy: \.name).first?.items.isEmpty == true)
-            #expect(try third.all(GroceryList.self, sortedBy: \.name).allSatisfy { $0.items.isEmpty })
+            try withExtendedLifetime(third) { () throws in
+                #expect(try third.all(Tag.self, sortedBy: \.name).map(\.items) == [[]])
+                #expect(try third.all(GroceryList.self, sortedBy: \.name).map(\.items) == [[], []])
+            }
         }
     }
 
@@ -184,6 +186,18 @@ struct ContextTests {
             #expect(item.quantity == 1, "the refused value changed nothing")
             context.rollback()
 
+            // A refused value on an object read from the store, not changed otherwise, is thrown too.
+            let saved = Item(context: context)
+            saved.title = "Saved"
+            try context.save()
+            saved.setValue("many", forKey: "quantity")
+            #expect(context.hasChanges)
+            #expect(throws: RecordStoreError.self) { try context.save() }
+            context.rollback()
+            #expect(!context.hasChanges)
+            context.delete(saved)
+            try context.save()
+
             let again = Item(context: context)
             again.setValue(70_000, forKey: "quantity")
             #expect(throws: RecordStoreError.self) { try context.save() }
@@ -223,6 +237,68 @@ struct ContextTests {
             #expect(throws: RecordStoreError.self) {
                 try context.existingObject(with: ManagedObjectID(entityName: "Item", uuid: UUID()))
             }
+        }
+    }
+
+    @Test("a key deleted and created again in one save, an unsaved list deleted with its items, a delete meanwhile")
+    func editsThatMeet() throws {
+        try withTemporaryFolder { folder in
+            let fixture = try StoreFixture(in: folder)
+            let context = fixture.context()
+            let family = Tag(context: context)
+            family.name = "Family"
+            let milk = Item(context: context)
+            milk.title = "Milk"
+            milk.tags = [family]
+            try context.save()
+
+            // The tag deleted and a new one of the same name made, in one save: the new one stands, with its links.
+            context.delete(family)
+            let again = Tag(context: context)
+            again.name = "Family"
+            milk.tags = [again]
+            try context.save()
+            let reader = fixture.context()
+            try withExtendedLifetime(reader) { () throws in
+                let tags = try reader.all(Tag.self, sortedBy: \.name)
+                #expect(tags.map(\.name) == ["Family"])
+                #expect(tags.first?.items.map(\.title) == ["Milk"])
+            }
+
+            // An unsaved list deleted before its first save takes its unsaved items with it.
+            let party = GroceryList(context: context)
+            party.name = "Party"
+            let cake = Item(context: context)
+            cake.title = "Cake"
+            cake.list = party
+            context.delete(party)
+            #expect(context.insertedObjects.isEmpty && !context.hasChanges)
+
+            // An object another context deleted meanwhile: the edit is saved, and the delete still wins.
+            let other = fixture.context()
+            let theirs = try other.existingObject(with: milk.objectID)
+            other.delete(theirs)
+            try other.save()
+            milk.quantity = 4
+            try context.save()
+            #expect(context.registeredObjects.contains(milk) == false)
+            #expect(throws: RecordStoreError.self) { try context.existingObject(with: milk.objectID) }
+
+            // A saved tag's name is its identity on every device: renaming it is refused.
+            let renamed = try #require(try reader.all(Tag.self, sortedBy: \.name).first)
+            renamed.name = "Home"
+            let rename = #expect(throws: RecordStoreError.self) { try reader.save() }
+            #expect(rename?.code == .validationFailed && rename?.property == "name")
+            reader.rollback()
+
+            // An object of another context is refused as a relationship's target.
+            let elsewhere = Tag(context: other)
+            elsewhere.name = "Elsewhere"
+            let bread = Item(context: context)
+            bread.title = "Bread"
+            bread.tags = [elsewhere]
+            let error = #expect(throws: RecordStoreError.self) { try context.save() }
+            #expect(error?.property == "tags")
         }
     }
 }

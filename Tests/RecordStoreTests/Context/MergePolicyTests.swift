@@ -40,8 +40,10 @@ struct MergePolicyTests {
     /// The item as the store holds it: title, quantity and note.
     private func stored(_ fixture: StoreFixture, _ item: Item) throws -> (String, Int16, String?) {
         let context = fixture.context()
-        let saved = try #require(try context.existingObject(with: item.objectID) as? Item)
-        return (saved.title, saved.quantity, saved.note)
+        return try withExtendedLifetime(context) {
+            let saved = try #require(try context.existingObject(with: item.objectID) as? Item)
+            return (saved.title, saved.quantity, saved.note)
+        }
     }
 
     @Test("the error policy throws each conflict with the values in memory, read and stored; nothing is saved")

@@ -168,4 +168,29 @@ struct RecordDatabaseTests {
             }
         }
     }
+
+    @Test("a store restored from before its last save never reuses the number of a log already written")
+    func sequenceNeverReused() throws {
+        try withTemporaryFolder { folder in
+            let content = folder.appendingPathComponent("TransactionLogs", isDirectory: true)
+            let fixture = try StoreFixture(in: folder, name: "a", content: content)
+            let context = fixture.context()
+            let milk = Item(context: context)
+            milk.title = "Milk"
+            try context.save()
+            let restored = try DatabaseQueue(path: folder.appendingPathComponent("restored.sqlite").path)
+            try fixture.store.database.writer.backup(to: restored)
+            try restored.close()
+            milk.title = "Whole milk"
+            try context.save()
+
+            let back = try StoreFixture(in: folder, name: "restored", content: content)
+            #expect(back.store.identifier == fixture.store.identifier)
+            let saved = try back.store.database.write { access in
+                try access.save(
+                    [ObjectChange(id: milk.objectID, values: ["note": .string("organic")])], physicalMilliseconds: 1)
+            }
+            #expect(saved?.0.sequence == 3, "log 2 is in the folder: the next save is 3")
+        }
+    }
 }

@@ -75,7 +75,15 @@ struct ContentFolderTests {
             try FileManager.default.createDirectory(at: stranger, withIntermediateDirectories: true)
             let good = try Data(contentsOf: logs.appendingPathComponent(names[0]))
             try good.prefix(good.count - 5).write(to: stranger.appendingPathComponent("000000000001.log"))
-            try good.write(to: stranger.appendingPathComponent("000000000002.log"))
+            // A whole log of a device that is not the folder's: it would insert an item if its name were not checked.
+            let intruder = TransactionLog(
+                device: UUID(), sequence: 2, time: 1 << 20, modelVersion: 1,
+                changes: [
+                    ObjectChange(
+                        id: ManagedObjectID(entityName: "Item", uuid: UUID()), existence: true,
+                        values: ["title": .string("Intruder"), "quantity": .integer(1)])
+                ])
+            try Data(intruder.encoded()).write(to: stranger.appendingPathComponent("000000000002.log"))
             try Data("not a log".utf8).write(to: stranger.appendingPathComponent("000000000003.log"))
             try Data().write(to: stranger.appendingPathComponent("notes.txt"))
 
