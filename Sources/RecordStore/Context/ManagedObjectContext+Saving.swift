@@ -77,6 +77,7 @@ extension ManagedObjectContext {
         guard let saved else { return }
         saves.send(saved)
         NotificationCenter.default.post(name: Self.didSaveObjectsNotification, object: self, userInfo: saved.userInfo)
+        notifyChangeObservers(saved)
     }
 
     private func saveLocked() throws(RecordStoreError) -> ObjectIDChanges? {
@@ -315,7 +316,8 @@ extension ManagedObjectContext {
     /// context's save, an import) reads its values afresh when next used; the others keep theirs as saved.
     private func settle(_ object: ManagedObject, stale: Bool, id: (ManagedObject) -> ManagedObjectID) {
         var snapshot: ObjectSnapshot?
-        if !stale, object.state == .inserted || object.state == .fault {
+        // A deleted object keeps the values it had, for whoever is told of its deletion.
+        if !stale, object.state != .gone {
             var values = object.snapshot?.values ?? [:]
             for attribute in object.entity.attributes {
                 values[attribute.name] = attributeValue(of: object, attribute.name)
@@ -425,6 +427,7 @@ extension ManagedObjectContext {
             pending.removeAll()
             if let undoManager = storedUndoManager { MainActor.assumeIsolated { undoManager.removeAllActions() } }
         }
+        notifyChangeObservers(ObjectIDChanges())
     }
 
     /// Forgets every object, saved or not: the context is as new. Objects held from before must not be used.
@@ -435,6 +438,7 @@ extension ManagedObjectContext {
             pending.removeAll()
             if let undoManager = storedUndoManager { MainActor.assumeIsolated { undoManager.removeAllActions() } }
         }
+        notifyChangeObservers(ObjectIDChanges())
     }
 
     /// Reads an object afresh from the store when next used. With `mergeChanges`, its unsaved changes stay on top
@@ -467,6 +471,7 @@ extension ManagedObjectContext {
 
     /// Brings in changes given by id, as ``mergeChanges(fromContextDidSave:)``.
     public func mergeChanges(_ changes: ObjectIDChanges) {
+        defer { notifyChangeObservers(changes) }
         locked {
             for id in changes.updated.union(changes.inserted) {
                 guard let object = registered[id] else { continue }
@@ -488,7 +493,12 @@ extension ManagedObjectContext {
         }
     }
 
-    /// Takes note of changes made so far: Core Data propagates deletes and groups undo here. This context does
-    /// both as each change is made, so there is nothing left to do; kept for code written for Core Data.
-    public func processPendingChanges() {}
+    /// Takes note of changes made so far. Core Data propagates deletes and groups undo here; this context does both
+    /// as each change is made, so what is left is telling fetched results controllers of unsaved changes.
+    public func processPendingChanges() {
+        let changed = locked {
+            ObjectIDChanges(updated: Set(pending.filter { $0.state == .fault }.map(\.objectID)))
+        }
+        notifyChangeObservers(changed)
+    }
 }

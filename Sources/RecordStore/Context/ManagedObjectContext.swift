@@ -69,6 +69,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Objects inserted, deleted or changed since the last save.
     var pending: Set<ManagedObject> = []
     let saves = EventBroadcast<ObjectIDChanges>()
+    /// Told after each save, merge, rollback, reset and processPendingChanges (fetched results controllers).
+    private var changeObservers: [UUID: (ObjectIDChanges) -> Void] = [:]
 
     /// Makes a context for `concurrencyType`'s queue.
     public init(concurrencyType: ConcurrencyType) {
@@ -127,6 +129,24 @@ public final class ManagedObjectContext: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return try body()
+    }
+
+    // MARK: - Change observers
+
+    /// Calls `observer` after each save, merge, rollback, reset and processPendingChanges, on the calling thread.
+    func addChangeObserver(_ observer: @escaping (ObjectIDChanges) -> Void) -> UUID {
+        let id = UUID()
+        locked { changeObservers[id] = observer }
+        return id
+    }
+
+    func removeChangeObserver(_ id: UUID) {
+        locked { changeObservers[id] = nil }
+    }
+
+    /// Tells the change observers, outside the lock.
+    func notifyChangeObservers(_ changes: ObjectIDChanges) {
+        for observer in locked({ Array(changeObservers.values) }) { observer(changes) }
     }
 
     // MARK: - The store
