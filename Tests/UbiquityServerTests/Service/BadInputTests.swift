@@ -270,9 +270,11 @@ struct BadInputTests {
 
         var isRunning: Bool { process.isRunning }
 
-        /// The port announced on standard output (`ubiquity server listening on http://HOST:PORT …`).
+        /// The port announced on standard output (`ubiquity server listening on http://HOST:PORT …`), waiting until
+        /// the server announces it or exits. The deadline only guards against a hang: on a loaded two-core machine a
+        /// debug server started while the whole suite starts can take half a minute to listen.
         func port() async throws -> Int {
-            let deadline = ContinuousClock.now.advanced(by: .seconds(30))
+            let deadline = ContinuousClock.now.advanced(by: .seconds(300))
             while ContinuousClock.now < deadline, process.isRunning {
                 let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
                 for line in text.split(separator: "\n") where line.hasPrefix("ubiquity server listening on ") {
@@ -281,7 +283,9 @@ struct BadInputTests {
                 }
                 try await Task.sleep(for: .milliseconds(10))
             }
-            throw ChildServerFailure(description: "the server announced no port: \(crashSummary)")
+            throw ChildServerFailure(
+                description: "the server announced no port (\(process.isRunning ? "still running" : "exited")): "
+                    + crashSummary)
         }
 
         /// Where the child crashed, from its standard error.
