@@ -113,39 +113,24 @@ open class ManagedObject: Hashable, CustomStringConvertible {
         withContext { (context: ManagedObjectContext) -> Void in
             if let attribute = entity.attributesByName[key] {
                 guard let recordValue = RecordValue(any: value, as: attribute.type) else {
-                    refuse(
-                        key,
-                        RecordStoreError(
-                            .typeMismatch,
-                            "\(entity.name).\(key) cannot hold \(value.map { "\(type(of: $0))" } ?? "nil")",
-                            objectID: objectID, property: key))
+                    context.refuse(
+                        self, key, .typeMismatch,
+                        "\(entity.name).\(key) cannot hold \(value.map { "\(type(of: $0))" } ?? "nil")")
                     return
                 }
                 context.setAttribute(recordValue, of: self, key)
             } else if let relationship = entity.relationshipsByName[key] {
                 guard let targets = ManagedObject.objects(in: value, toMany: relationship.isToMany) else {
-                    refuse(
-                        key,
-                        RecordStoreError(
-                            .typeMismatch, "\(entity.name).\(key) cannot hold \(String(describing: value))",
-                            objectID: objectID, property: key))
+                    context.refuse(
+                        self, key, .typeMismatch, "\(entity.name).\(key) cannot hold \(String(describing: value))")
                     return
                 }
                 context.setRelationship(targets, of: self, relationship.name)
             } else {
-                refuse(
-                    key,
-                    RecordStoreError(
-                        .unknownProperty, "\(entity.name) has no property named \(String(reflecting: key))",
-                        objectID: objectID, property: key))
+                context.refuse(
+                    self, key, .unknownProperty, "\(entity.name) has no property named \(String(reflecting: key))")
             }
         }
-    }
-
-    /// Keeps a refused value's error for the next save to throw (called under the context's lock).
-    private func refuse(_ key: String, _ error: RecordStoreError) {
-        refusedValues.append((key, error))
-        managedObjectContext?.pending.insert(self)
     }
 
     private static func objects(in value: Any?, toMany: Bool) -> Set<ManagedObject>? {

@@ -282,6 +282,13 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     // MARK: - Properties
 
+    /// Keeps, for the next save to throw, why a value set on `object`'s `key` changed nothing.
+    func refuse(_ object: ManagedObject, _ key: String, _ code: RecordStoreError.Code, _ message: String) {
+        object.refusedValues.append(
+            (key, RecordStoreError(code, message, objectID: object.objectID, property: key)))
+        pending.insert(object)
+    }
+
     /// An attribute's value: changed in memory, else as read from the store, else the attribute's default.
     func attributeValue(of object: ManagedObject, _ key: String) -> RecordValue {
         if let value = object.changedValues[key] { return value }
@@ -307,25 +314,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Sets an attribute in memory; a value of the wrong type is refused, to be reported by the next save.
     func setAttribute(_ value: RecordValue, of object: ManagedObject, _ key: String) {
         guard let attribute = object.entity.attributesByName[key] else {
-            object.refusedValues.append(
-                (
-                    key,
-                    RecordStoreError(
-                        .unknownProperty, "\(object.entity.name) has no attribute \(key)",
-                        objectID: object.objectID, property: key)
-                ))
-            pending.insert(object)
+            refuse(object, key, .unknownProperty, "\(object.entity.name) has no attribute \(key)")
             return
         }
         guard value.isNull || attribute.type.accepts(value) else {
-            object.refusedValues.append(
-                (
-                    key,
-                    RecordStoreError(
-                        .typeMismatch, "\(object.entity.name).\(key) cannot hold \(value)",
-                        objectID: object.objectID, property: key)
-                ))
-            pending.insert(object)
+            refuse(object, key, .typeMismatch, "\(object.entity.name).\(key) cannot hold \(value)")
             return
         }
         let old = attributeValue(of: object, key)
@@ -358,38 +351,18 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// the objects removed no longer do.
     func setRelationship(_ targets: Set<ManagedObject>, of object: ManagedObject, _ key: String) {
         guard let description = object.entity.relationshipsByName[key] else {
-            object.refusedValues.append(
-                (
-                    key,
-                    RecordStoreError(
-                        .unknownProperty, "\(object.entity.name) has no relationship \(key)",
-                        objectID: object.objectID, property: key)
-                ))
-            pending.insert(object)
+            refuse(object, key, .unknownProperty, "\(object.entity.name) has no relationship \(key)")
             return
         }
         if let foreign = targets.first(where: { $0.managedObjectContext !== self }) {
-            object.refusedValues.append(
-                (
-                    key,
-                    RecordStoreError(
-                        .validationFailed,
-                        "\(object.entity.name).\(key) cannot point at \(foreign), "
-                            + "an object of another context; fetch it in this one by its objectID",
-                        objectID: object.objectID, property: key)
-                ))
-            pending.insert(object)
+            refuse(
+                object, key, .validationFailed,
+                "\(object.entity.name).\(key) cannot point at \(foreign), an object of another context; fetch it in "
+                    + "this one by its objectID")
             return
         }
         if let wrong = targets.first(where: { $0.entity.name != description.destinationEntityName }) {
-            object.refusedValues.append(
-                (
-                    key,
-                    RecordStoreError(
-                        .typeMismatch, "\(object.entity.name).\(key) cannot point at \(wrong)",
-                        objectID: object.objectID, property: key)
-                ))
-            pending.insert(object)
+            refuse(object, key, .typeMismatch, "\(object.entity.name).\(key) cannot point at \(wrong)")
             return
         }
         guard description.isToMany || targets.count <= 1 else { return }

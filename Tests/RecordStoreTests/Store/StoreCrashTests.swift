@@ -89,6 +89,8 @@ struct StoreCrashTests {
         }
         let lines = SavedLines(descriptor: output)
         let started = lines.waitForFirst(timeoutMilliseconds: 60_000)
+        // Not a wait for anything: the pause picks the instant of the kill, anywhere in the saves that follow the
+        // first (a commit, an export, a rename), which is what the test varies.
         if started { usleep(UInt32.random(in: 0...30_000)) }
         _ = process.kill()
         process.waitUntilExit()

@@ -95,6 +95,32 @@ struct ContentFolderTests {
         }
     }
 
+    @Test("a log of a newer model is kept by the import and applied once the app upgrades, even if its file is gone")
+    func newerModelAppliedAfterUpgrade() throws {
+        try withTemporaryFolder { folder in
+            let content = folder.appendingPathComponent("TransactionLogs", isDirectory: true)
+            let device = UUID()
+            let tea = ManagedObjectID(entityName: "Item", uuid: UUID())
+            let log = TransactionLog(
+                device: device, sequence: 1, time: 1 << 20, modelVersion: 2,
+                changes: [ObjectChange(id: tea, existence: true, values: ["title": .string("Tea")])])
+            let logs = content.appendingPathComponent("Grocery/\(device.uuidString)", isDirectory: true)
+            try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+            let file = logs.appendingPathComponent("000000000001.log")
+            try Data(log.encoded()).write(to: file)
+
+            let old = try StoreFixture(in: folder, name: "b", content: content)
+            let before = old.context()
+            #expect(throws: RecordStoreError.self) { try before.existingObject(with: tea) }
+            try FileManager.default.removeItem(at: file)
+
+            let upgraded = ManagedObjectModel(version: 2, entities: TestModel.model.entities)
+            let new = try StoreFixture(in: folder, name: "b", content: content, model: upgraded)
+            let after = new.context()
+            let item = try #require(try after.existingObject(with: tea) as? Item)
+            #expect(item.title == "Tea")
+        }
+    }
 }
 
 /// Every import a coordinator posts, recorded as it comes.
