@@ -97,12 +97,12 @@ final class TemporaryDirectory: Sendable {
     deinit { try? FileManager.default.removeItem(at: url) }
 }
 
-/// Waits, on the main actor, until `condition` holds; fails the test after `seconds` (a generous bound, not a
-/// timing assertion).
+/// Waits, on the main actor, until `condition` holds; fails the test after `seconds`: a hang guard, not a timing
+/// assertion, so generous enough for a two-core machine running the whole suite at once.
 @MainActor
 func waitUntil(
     _ what: String,
-    seconds: Double = 30,
+    seconds: Double = 120,
     sourceLocation: SourceLocation = #_sourceLocation,
     _ condition: () -> Bool
 ) async {

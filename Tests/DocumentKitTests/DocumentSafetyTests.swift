@@ -75,7 +75,7 @@ struct DocumentSafetyTests {
         document.body = "v2"
         document.updateChangeCount(.done)
         await waitUntil("the autosave fails") { document.documentState.contains(.savingError) }
-        await waitUntil("a retry saves without another edit", seconds: 20) { !document.hasUnsavedChanges }
+        await waitUntil("a retry saves without another edit") { !document.hasUnsavedChanges }
         #expect(try String(contentsOf: url, encoding: .utf8) == "v2")
         #expect(!document.documentState.contains(.savingError))
         await document.close()

@@ -19,7 +19,7 @@ struct EngineHistoryTests {
         arguments: 0..<4)
     func historiesConverge(slice: Int) async throws {
         let first = UInt64(slice) * Self.slice + 1
-        let failures = try await onItsOwnThread {
+        let failures = try await inBackground {
             var failures: [EngineHistory.Failure] = []
             for seed in first..<first + Self.slice {
                 do {
@@ -58,7 +58,7 @@ struct EngineHistoryTests {
 
     @Test("An engine whose checks see the past (a check outside the lock, then the act) loses saves, and is caught")
     func staleChecksAreCaught() async throws {
-        let caught = try await onItsOwnThread {
+        let caught = try await inBackground {
             var configuration = EngineHistory.Configuration()
             configuration.staleChecks = true
             for seed in UInt64(1)...200 {
@@ -73,7 +73,7 @@ struct EngineHistoryTests {
         let failure = try #require(caught, "no history caught the stale checks")
         #expect(failure.problems.contains { $0.hasPrefix("lost:") }, "\(failure)")
         // The same seed with the real checks is fine.
-        let fixed = try await onItsOwnThread { () -> String? in
+        let fixed = try await inBackground { () -> String? in
             do {
                 try EngineHistory(seed: failure.seed).run()
                 return nil
@@ -82,15 +82,5 @@ struct EngineHistoryTests {
             }
         }
         #expect(fixed == nil, "\(fixed ?? "")")
-    }
-}
-
-/// Runs `work` on a thread of its own: a history keeps its thread busy for as long as it runs, and Swift's shared
-/// threads (two on a 2-core machine) stay free for the tests running beside it.
-func onItsOwnThread<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
-    try await withCheckedThrowingContinuation { continuation in
-        let thread = Thread { continuation.resume(with: Result { try work() }) }
-        thread.stackSize = 8 << 20
-        thread.start()
     }
 }

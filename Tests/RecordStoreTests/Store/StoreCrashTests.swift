@@ -1,6 +1,7 @@
 import ChildProcess
 import Foundation
 import Testing
+import UbiquityTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -17,7 +18,7 @@ struct StoreCrashTests {
         try await withTemporaryFolder { folder in
             let store = folder.appendingPathComponent("store.sqlite").path
             let content = folder.appendingPathComponent("TransactionLogs").path
-            let problems = try await offPoolThread { () throws -> [String] in
+            let problems = try await offPool { () throws -> [String] in
                 var problems: [String] = []
                 var previous = 0
                 for kill in 1...100 where problems.count < 5 {
@@ -54,7 +55,7 @@ struct StoreCrashTests {
         try await withTemporaryFolder { folder in
             let store = folder.appendingPathComponent("store.sqlite").path
             let content = folder.appendingPathComponent("TransactionLogs")
-            let outputs = try await offPoolThread { () throws -> [String] in
+            let outputs = try await offPool { () throws -> [String] in
                 _ = try Self.killMidSave(helper: helper, arguments: ["save-loop", store, content.path])
                 func check() throws -> String {
                     let process = try ChildProcess(
@@ -100,12 +101,5 @@ struct StoreCrashTests {
             throw ChildProcessError(.io, "the save loop reported no save within a minute: \(diagnostics)")
         }
         return last
-    }
-
-    /// Runs blocking work (child processes and pipes) on a thread of its own, off the tests' shared pool.
-    private func offPoolThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try work() }) }.start()
-        }
     }
 }

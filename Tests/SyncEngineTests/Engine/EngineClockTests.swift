@@ -26,7 +26,7 @@ struct EngineClockTests {
         logger.logLevel = .critical
         func sync(_ name: String) async throws -> ContainerSync {
             var client = try await service.signIn(account: "ada", device: name)
-            client.timeout = .seconds(5)
+            client.timeout = .seconds(30)
             return try ContainerSync(
                 layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
                 client: client, device: SavingDevice(id: DeviceID(), name: name), logger: logger)
