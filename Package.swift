@@ -74,6 +74,7 @@ let package = Package(
             name: "Grocery",
             dependencies: [
                 "DocumentKit",
+                "RecordStore",
                 "SyncEngine",
                 "UbiquityKit",
                 "UbiquityProtocol",
@@ -126,12 +127,14 @@ let package = Package(
             name: "ubiquity-bench",
             dependencies: [
                 "DocumentKit",
+                "RecordStore",
                 "SyncEngine",
                 "SyncSimulation",
                 "UbiquityKit",
                 "UbiquityServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -208,6 +211,7 @@ let package = Package(
             dependencies: [
                 "DocumentKit",
                 "Grocery",
+                "RecordStore",
                 "SyncEngine",
                 "UbiquityKit",
                 "UbiquityProtocol",
@@ -219,8 +223,8 @@ let package = Package(
         .testTarget(
             name: "RecordStoreTests",
             dependencies: [
-                "ChildProcess", "RecordStore", "record-store-test-helper", "SyncSimulation", "UbiquityTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "ChildProcess", "RecordStore", "record-store-test-helper", "SyncEngine", "SyncSimulation", "UbiquityKit",
+                "UbiquityProtocol", "UbiquityTestSupport", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
