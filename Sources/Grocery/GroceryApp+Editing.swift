@@ -74,7 +74,8 @@ extension GroceryApp {
         try await delete(try await find(reference))
     }
 
-    /// Deletes the item of `entry`, on every device.
+    /// Deletes the item of `entry`, on every device, and its record in the tag store (its links go with it; its tags
+    /// stay).
     public func delete(_ entry: GroceryEntry) async throws {
         if entry.downloadingStatus == .notDownloaded { try await download(entry) }
         let url = entry.url
@@ -85,6 +86,7 @@ extension GroceryApp {
         }.value
         var journal = try self.journal
         try journal.forget(entry.fileName)
+        await forgetTags(of: entry)
     }
 
     /// The item's document, open — its latest version downloaded first when this device does not have it (a

@@ -27,6 +27,10 @@ public final class GroceryApp {
     let supportFolder: URL
     /// The key-value store of the container, made when first used.
     private var keyValueStore: UbiquitousKeyValueStore?
+    /// The tag store (chapter 8), opened when a tag is first asked for.
+    var tagStoreOpening: Task<GroceryTagStore, any Error>?
+    /// Where the app reports what it cannot report by throwing.
+    let logger: Logger
 
     /// Opens the app as the device signed in as `profile`, its container folders under the profile's root.
     /// - Parameters:
@@ -44,6 +48,7 @@ public final class GroceryApp {
                 sync: ContainerSync.Configuration(eagerDownloadLimit: eagerDownloadLimit), pollInterval: .seconds(5),
                 requestTimeout: .seconds(30), logger: logger))
         deviceName = profile.device.name
+        self.logger = logger
         supportFolder = profile.rootURL.appendingPathComponent(".grocery", isDirectory: true)
     }
 
@@ -64,14 +69,17 @@ public final class GroceryApp {
         return documents
     }
 
-    /// Runs a sync round now: this device's changes go up, the other devices' come down.
+    /// Runs a sync round now: this device's changes go up, the other devices' come down — their tags included, once
+    /// the tag store is open.
     public func synchronize() async throws {
         try await ubiquity.synchronize()
+        try await importTags()
     }
 
-    /// Stops the app: closes the container (and an engine running in this process).
+    /// Stops the app: closes the tag store and the container (and an engine running in this process).
     public func close() async {
         if let keyValueStore { await keyValueStore.synchronized() }
+        await closeTagStore()
         await ubiquity.shutdown()
     }
 

@@ -18,10 +18,14 @@ public struct GroceryError: Error, Hashable, Sendable, CustomStringConvertible {
         case noSuchVersion
         /// Nothing to undo or redo, or the item changed since.
         case nothingToUndo
-        /// A value out of range (an empty name, an unknown sort order).
+        /// A value out of range (an empty name, an unknown sort order, a tag name with a control character).
         case invalidValue
         /// The document could not be opened or saved.
         case documentFailed
+        /// No tag has the name, or the item does not have the tag.
+        case noSuchTag
+        /// The tag store could not be opened, read or saved.
+        case storeFailed
     }
 
     /// The kind of failure.
