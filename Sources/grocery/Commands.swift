@@ -6,9 +6,16 @@ struct ListItems: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "list", abstract: "List the items, each with its state light.")
     @OptionGroup var options: DeviceOption
+    @Option(help: "Only the items with this tag.") var tag: String?
 
     func run() async throws {
         try await options.run(syncingAfter: false) { app in
+            if let tag {
+                let entries = try await app.items(taggedWith: tag)
+                if entries.isEmpty { print("no item has the tag \(tag)") }
+                for entry in entries { print(line(entry)) }
+                return
+            }
             let entries = try await app.items()
             if entries.isEmpty { print("the list is empty; add an item with `grocery add NAME`") }
             for entry in entries { print(line(entry)) }
@@ -95,6 +102,54 @@ struct Delete: AsyncParsableCommand {
             let entry = try await app.find(item)
             try await app.delete(entry)
             print("deleted \(entry.displayName)")
+        }
+    }
+}
+
+struct TagItem: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tag", abstract: "Tag an item (a tag of a new name is made; an existing one is found in any case)."
+    )
+    @OptionGroup var options: DeviceOption
+    @Argument(help: "The item: its name, or the start of its id.") var item: String
+    @Argument(help: "The tag's name, such as Dairy.") var tag: String
+
+    func run() async throws {
+        try await options.run { app in
+            let tagging = try await app.tag(item, with: tag)
+            let name = tagging.entry.displayName
+            print(tagging.changed ? "tagged \(name) with \(tagging.tag)" : "\(name) has the tag \(tagging.tag) already")
+        }
+    }
+}
+
+struct Untag: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Take a tag from an item (the tag stays, with its other items).")
+    @OptionGroup var options: DeviceOption
+    @Argument(help: "The item: its name, or the start of its id.") var item: String
+    @Argument(help: "The tag's name.") var tag: String
+
+    func run() async throws {
+        try await options.run { app in
+            let tagging = try await app.untag(item, from: tag)
+            print("took the tag \(tagging.tag) from \(tagging.entry.displayName)")
+        }
+    }
+}
+
+struct Tags: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the tags, each with its items.")
+    @OptionGroup var options: DeviceOption
+
+    func run() async throws {
+        try await options.run(syncingAfter: false) { app in
+            let tags = try await app.tags()
+            if tags.isEmpty { print("there are no tags; tag an item with `grocery tag ITEM TAG`") }
+            for tag in tags {
+                let items = tag.items.isEmpty ? "(no items)" : tag.items.map(\.displayName).joined(separator: ", ")
+                print("\(tag.name): \(items)")
+            }
         }
     }
 }

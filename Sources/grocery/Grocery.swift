@@ -15,8 +15,8 @@ struct GroceryCommand: AsyncParsableCommand {
             `grocery --device NAME …`. Several devices can live on one machine, each with its own profile and folder.
             """,
         subcommands: [
-            ListItems.self, Add.self, Rename.self, SetImage.self, Show.self, Delete.self, Undo.self, Redo.self,
-            Conflicts.self, Resolve.self, Watch.self, Prefs.self, Quick.self,
+            ListItems.self, Add.self, Rename.self, SetImage.self, Show.self, Delete.self, TagItem.self, Untag.self,
+            Tags.self, Undo.self, Redo.self, Conflicts.self, Resolve.self, Watch.self, Prefs.self, Quick.self,
         ],
         defaultSubcommand: ListItems.self)
 }
@@ -62,9 +62,10 @@ struct DeviceOption: ParsableArguments {
 }
 
 /// Whether a failed sync means the service could not be reached (the app goes on with what the device has), as
-/// opposed to a refusal (a token no longer valid) or a local problem (the engine unavailable), which end the command.
+/// opposed to a refusal (a token no longer valid) or a local problem (the engine unavailable, the tag store
+/// unreadable), which end the command.
 func isOffline(_ error: any Error) -> Bool {
-    if error is UbiquityError { return false }
+    if error is UbiquityError || error is GroceryError { return false }
     if let error = error as? ProtocolError {
         return ![.unauthorized, .tokenNotFound, .invalidAccount, .containerNotPermitted].contains(error.code)
     }
