@@ -80,9 +80,14 @@ struct GroceryMachine {
         return output
     }
 
-    /// The item lines of `grocery list` on `device`: each item's light and name.
-    func list(_ device: String) async throws -> [(light: String, name: String)] {
-        let output = try await grocery(device, "list")
+    /// The item lines of `grocery list` on `device` (of `grocery list --tag TAG` with `tag`): each item's light and
+    /// name.
+    func list(
+        _ device: String, tag: String? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> [(light: String, name: String)] {
+        let arguments = ["list"] + (tag.map { ["--tag", $0] } ?? [])
+        let (status, output) = try await run(device, arguments)
+        try #require(status == 0, "grocery list on \(device) failed: \(output)", sourceLocation: sourceLocation)
         return output.split(separator: "\n").compactMap { line in
             let light = line.prefix(15).trimmingCharacters(in: .whitespaces)
             guard ["green", "yellow", "red", "not downloaded"].contains(light) else { return nil }
