@@ -119,10 +119,18 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     private var isOnQueue: Bool {
         switch concurrencyType {
-        case .mainQueue: Thread.isMainThread
+        case .mainQueue: Thread.isMainThread || DispatchQueue.getSpecific(key: Self.mainQueueKey) == true
         case .privateQueue: DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self)
         }
     }
+
+    /// Marks the main queue, which is not always drained by the main thread: a process that called `dispatchMain()`
+    /// (a test runner, a server) has Dispatch's worker threads run it, where a `sync` onto it would deadlock.
+    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return key
+    }()
 
     /// Runs `body` under the context's lock.
     func locked<T, Failure: Error>(_ body: () throws(Failure) -> T) throws(Failure) -> T {

@@ -47,10 +47,11 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
         switch (name, contentURL) {
         case (nil, nil): ubiquitousContentFolder = nil
         case (let name?, let contentURL?):
-            guard ManagedObjectModel.isValidName(name) else {
+            guard Self.isValidContentName(name) else {
                 throw RecordStoreError(
-                    .storeFailed, "the ubiquitous content name \(String(reflecting: name)) is not letters, digits and _"
-                )
+                    .storeFailed,
+                    "the ubiquitous content name \(String(reflecting: name)) must be 1 to 128 ASCII letters, digits, "
+                        + "_, - and ., starting with a letter or digit")
             }
             ubiquitousContentFolder = contentURL.appendingPathComponent(name, isDirectory: true)
         default:
@@ -75,6 +76,18 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
             try database.raiseSequence(toAtLeast: highest)
         }
         didSave()
+    }
+
+    /// Whether `name` can name a store's content: a folder name that is neither hidden nor `..`, the same on every
+    /// file system. Reverse-DNS names (the book's `com.studiomagnolia.coredata.grocery`) are fine.
+    static func isValidContentName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first, name.utf8.count <= 128 else { return false }
+        func isLetterOrDigit(_ scalar: Unicode.Scalar) -> Bool {
+            scalar.isASCII
+                && (("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar))
+        }
+        return isLetterOrDigit(first)
+            && name.unicodeScalars.allSatisfy { isLetterOrDigit($0) || "_-.".unicodeScalars.contains($0) }
     }
 
     /// This device's folder of logs.

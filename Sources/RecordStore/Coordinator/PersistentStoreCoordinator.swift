@@ -27,6 +27,8 @@ public final class PersistentStoreCoordinator: Sendable {
     private let imports = EventBroadcast<ObjectIDChanges>()
     private let watchers = Mutex<[ContentWatcher]>([])
     private let importQueue = DispatchQueue(label: "RecordStore.PersistentStoreCoordinator.import")
+    /// Held by ``lock()``, and around adding a store and each import.
+    private let coordinatorLock = NSRecursiveLock()
     private let logger = Logger(label: "RecordStore.PersistentStoreCoordinator")
 
     /// Makes a coordinator for `managedObjectModel`.
@@ -51,6 +53,17 @@ public final class PersistentStoreCoordinator: Sendable {
     /// Every import from now on, for as long as the stream is iterated.
     public func importedChanges() -> AsyncStream<ObjectIDChanges> { imports.stream() }
 
+    /// Takes the coordinator's lock, waiting while another thread holds it, as the book does around adding its
+    /// store. Adding a store and importing other devices' logs take it too, so neither runs while a caller holds
+    /// it. The lock is recursive: the thread holding it may add stores.
+    public func lock() { coordinatorLock.lock() }
+
+    /// Takes the lock if no other thread holds it; returns whether it did.
+    public func tryLock() -> Bool { coordinatorLock.try() }
+
+    /// Lets go of the lock taken by ``lock()`` or ``tryLock()``.
+    public func unlock() { coordinatorLock.unlock() }
+
     /// Opens (creating or migrating as needed) a store and adds it.
     ///
     /// With ``NSPersistentStoreUbiquitousContentNameKey`` and ``NSPersistentStoreUbiquitousContentURLKey``, the
@@ -71,6 +84,8 @@ public final class PersistentStoreCoordinator: Sendable {
         guard configuration == nil else {
             throw RecordStoreError(.storeFailed, "configurations are not supported; pass nil")
         }
+        coordinatorLock.lock()
+        defer { coordinatorLock.unlock() }
         let store = try PersistentStore(type: type, url: url, options: options ?? [:], model: managedObjectModel)
         stores.withLock { $0.append(store) }
         if let folder = store.ubiquitousContentFolder {
@@ -120,13 +135,17 @@ public final class PersistentStoreCoordinator: Sendable {
     @discardableResult
     public func importUbiquitousContent() throws(RecordStoreError) -> ObjectIDChanges {
         var total = ObjectIDChanges()
-        for store in persistentStores {
-            guard let folder = store.ubiquitousContentFolder else { continue }
-            let report = try LogImport.run(store: store, folder: folder)
-            for problem in report.problems { logger.warning("\(problem)") }
-            total.inserted.formUnion(report.changes.inserted)
-            total.updated.formUnion(report.changes.updated)
-            total.deleted.formUnion(report.changes.deleted)
+        coordinatorLock.lock()
+        do {
+            defer { coordinatorLock.unlock() }
+            for store in persistentStores {
+                guard let folder = store.ubiquitousContentFolder else { continue }
+                let report = try LogImport.run(store: store, folder: folder)
+                for problem in report.problems { logger.warning("\(problem)") }
+                total.inserted.formUnion(report.changes.inserted)
+                total.updated.formUnion(report.changes.updated)
+                total.deleted.formUnion(report.changes.deleted)
+            }
         }
         total.updated.subtract(total.inserted.union(total.deleted))
         if !total.isEmpty {
