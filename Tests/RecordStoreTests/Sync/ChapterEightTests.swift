@@ -1,6 +1,5 @@
 import Foundation
 import Logging
-@testable import RecordStore
 import SyncEngine
 import Synchronization
 import Testing
@@ -8,13 +7,17 @@ import UbiquityKit
 import UbiquityProtocol
 import UbiquityTestSupport
 
+@testable import RecordStore
+
 /// *iCloud for Developers*, chapter 8, ported line by line: the book's `SMAppDelegate` (a coordinator whose store is
 /// added with the ubiquitous options off the main thread, a main-queue context merging each did-import notification
 /// as the book does, deletions excluded) and its master view controller (a fetched results controller reloaded when
 /// the store is ready), run on two devices whose engines sync one container through a service on loopback.
 @Suite("The book's chapter 8 on two devices and a service", .timeLimit(.minutes(5)))
 struct ChapterEightTests {
-    @Test("items and tags saved on the laptop reach the desktop's table with a did-import naming their ids; edits go back")
+    @Test(
+        "items and tags saved on the laptop reach the desktop's table with a did-import naming their ids; edits go back"
+    )
     @MainActor
     func itemsAndTagsReachTheOtherDevice() async throws {
         try await withTwoBookDevices { laptop, desktop in
