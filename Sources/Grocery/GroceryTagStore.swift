@@ -6,7 +6,7 @@ import RecordStore
 /// as a transaction log (which the engine syncs like any file) and the other devices' logs are imported.
 final class GroceryTagStore: Sendable {
     /// The store's name among the container's content (the book's `NSPersistentStoreUbiquitousContentNameKey`).
-    static let contentName = "com_example_grocery"
+    static let contentName = "com.example.grocery"
     /// The container's folder of the store's logs, as the book names it.
     static let contentFolderName = "grocery_data"
     /// The store's file name, in the app's folder beside the device's containers.
