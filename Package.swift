@@ -223,7 +223,8 @@ let package = Package(
         .testTarget(
             name: "RecordStoreTests",
             dependencies: [
-                "ChildProcess", "RecordStore", "record-store-test-helper", "SyncEngine", "SyncSimulation", "UbiquityKit",
+                "ChildProcess", "RecordStore", "record-store-test-helper", "SyncEngine", "SyncSimulation",
+                "UbiquityKit",
                 "UbiquityProtocol", "UbiquityTestSupport", .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -1,6 +1,7 @@
 import DocumentKit
 import Foundation
 import Logging
+import UbiquityKit
 
 /// The option naming a store's content in the ubiquity container (Core Data's
 /// `NSPersistentStoreUbiquitousContentNameKey`): its logs live under `<content URL>/<name>/`.
@@ -37,11 +38,18 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     public let ubiquitousContentFolder: URL?
 
     let database: RecordDatabase
+    /// For a store in a signed-in container: where each account's store lives.
+    let binding: AccountBinding?
+    /// For such a store: the account it belongs to; `nil` for the one used while signed out.
+    let account: UbiquityIdentityToken?
     private let logger = Logger(label: "RecordStore.PersistentStore")
 
-    init(type: StoreType, url: URL?, options: [String: any Sendable], model: ManagedObjectModel)
-        throws(RecordStoreError)
-    {
+    init(
+        type: StoreType, url: URL?, options: [String: any Sendable], model: ManagedObjectModel,
+        binding: AccountBinding? = nil, account: UbiquityIdentityToken? = nil
+    ) throws(RecordStoreError) {
+        self.binding = binding
+        self.account = account
         let name = options[NSPersistentStoreUbiquitousContentNameKey] as? String
         let contentURL = options[NSPersistentStoreUbiquitousContentURLKey] as? URL
         switch (name, contentURL) {
@@ -90,6 +98,12 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
             && name.unicodeScalars.allSatisfy { isLetterOrDigit($0) || "_-.".unicodeScalars.contains($0) }
     }
 
+    /// Whether the store belongs to the account signed in now (always, for a store outside a signed-in container).
+    var belongsToSignedInAccount: Bool {
+        guard let binding else { return true }
+        return binding.ubiquity.identityToken == account
+    }
+
     /// This device's folder of logs.
     var logFolder: URL? { ubiquitousContentFolder?.appendingPathComponent(identifier, isDirectory: true) }
 
@@ -100,6 +114,9 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
             _ = try? database.write { access in try access.db.execute(sql: "DELETE FROM rs_outbox") }
             return
         }
+        // A save made as the account changed stays in the outbox: the container holds another account's content
+        // now. It is written when this account's store is next opened.
+        guard belongsToSignedInAccount else { return }
         do {
             try database.exportOutbox(to: logFolder)
         } catch {

@@ -25,11 +25,14 @@ public final class PersistentStoreCoordinator: Sendable {
 
     private let stores = Mutex<[PersistentStore]>([])
     private let imports = EventBroadcast<ObjectIDChanges>()
-    private let watchers = Mutex<[ContentWatcher]>([])
+    private let watchers = Mutex<[ObjectIdentifier: ContentWatcher]>([:])
+    let transitionBroadcast = EventBroadcast<StoreTransition>()
+    /// Follows the signed-in account of the UbiquityKit instance whose container holds a store's content.
+    let followingTask = Mutex<Task<Void, Never>?>(nil)
     private let importQueue = DispatchQueue(label: "RecordStore.PersistentStoreCoordinator.import")
     /// Held by ``lock()``, and around adding a store and each import.
     private let coordinatorLock = NSRecursiveLock()
-    private let logger = Logger(label: "RecordStore.PersistentStoreCoordinator")
+    let logger = Logger(label: "RecordStore.PersistentStoreCoordinator")
 
     /// Makes a coordinator for `managedObjectModel`.
     public init(managedObjectModel: ManagedObjectModel) {
@@ -37,8 +40,10 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     deinit {
-        for watcher in watchers.withLock({ $0 }) { FileCoordinator.removeFilePresenter(watcher) }
+        for watcher in watchers.withLock({ $0.values }) { FileCoordinator.removeFilePresenter(watcher) }
+        followingTask.withLock { $0?.cancel() }
         imports.finish()
+        transitionBroadcast.finish()
     }
 
     /// The stores added, in order.
@@ -84,20 +89,44 @@ public final class PersistentStoreCoordinator: Sendable {
         guard configuration == nil else {
             throw RecordStoreError(.storeFailed, "configurations are not supported; pass nil")
         }
+        let options = options ?? [:]
         coordinatorLock.lock()
         defer { coordinatorLock.unlock() }
-        let store = try PersistentStore(type: type, url: url, options: options ?? [:], model: managedObjectModel)
-        stores.withLock { $0.append(store) }
-        if let folder = store.ubiquitousContentFolder {
-            try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            try importUbiquitousContent()
-            let watcher = ContentWatcher(folder: folder) { [weak self] in self?.scheduleImport() }
-            watchers.withLock { $0.append(watcher) }
-            FileCoordinator.addFilePresenter(watcher)
-            // Logs that came between the first import and the watch.
-            scheduleImport()
+        let store: PersistentStore
+        if type == .sqlite, let url, let binding = AccountBinding(url: url, options: options) {
+            // In a signed-in container: the store of the account signed in now, and another when it changes.
+            store = try binding.openStore(for: binding.ubiquity.identityToken, model: managedObjectModel)
+            follow(binding.ubiquity)
+        } else {
+            store = try PersistentStore(type: type, url: url, options: options, model: managedObjectModel)
         }
+        stores.withLock { $0.append(store) }
+        try attach(store)
         return store
+    }
+
+    /// Starts importing `store`'s content: what is there now, and what appears later.
+    func attach(_ store: PersistentStore) throws(RecordStoreError) {
+        guard let folder = store.ubiquitousContentFolder else { return }
+        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try importUbiquitousContent()
+        let watcher = ContentWatcher(folder: folder) { [weak self] in self?.scheduleImport() }
+        watchers.withLock { $0[ObjectIdentifier(store)] = watcher }
+        FileCoordinator.addFilePresenter(watcher)
+        // Logs that came between the first import and the watch.
+        scheduleImport()
+        if store.binding != nil { completeInitialImport(of: store) }
+    }
+
+    /// Puts `new` in `old`'s place among the stores (or just removes `old`), and stops importing `old`'s content.
+    func replace(_ old: PersistentStore, with new: PersistentStore?) {
+        stores.withLock { stores in
+            guard let index = stores.firstIndex(where: { $0 === old }) else { return }
+            if let new { stores[index] = new } else { stores.remove(at: index) }
+        }
+        if let watcher = watchers.withLock({ $0.removeValue(forKey: ObjectIdentifier(old)) }) {
+            FileCoordinator.removeFilePresenter(watcher)
+        }
     }
 
     /// Adds a store off the caller's thread, as the book does before telling the interface it is ready.
@@ -138,7 +167,8 @@ public final class PersistentStoreCoordinator: Sendable {
         coordinatorLock.lock()
         do {
             defer { coordinatorLock.unlock() }
-            for store in persistentStores {
+            // A store of an account signed out meanwhile reads nothing: the container holds another's content.
+            for store in persistentStores where store.belongsToSignedInAccount {
                 guard let folder = store.ubiquitousContentFolder else { continue }
                 let report = try LogImport.run(store: store, folder: folder)
                 for problem in report.problems { logger.warning("\(problem)") }

@@ -66,7 +66,7 @@ public final class Ubiquity: Sendable {
     }
 
     /// The instance whose root holds `url`, if any.
-    static func owning(_ url: URL) -> Ubiquity? {
+    package static func owning(_ url: URL) -> Ubiquity? {
         let path = url.standardizedFileURL.path
         return instances.withLock { $0 }.last { ubiquity in
             let root = ubiquity.configuration.root.path
