@@ -91,7 +91,8 @@ extension PersistentStoreCoordinator {
         post(StoreTransition(phase: .willChange, type: type, added: [], removed: leaving))
         var added: [PersistentStore] = []
         lock()
-        for old in leaving {
+        // Checked again under the lock: another switch may have replaced a store meanwhile.
+        for old in leaving where persistentStores.contains(where: { $0 === old }) {
             guard let binding = old.binding else { continue }
             do {
                 let new = try binding.openStore(for: account, model: managedObjectModel)
@@ -137,6 +138,56 @@ extension PersistentStoreCoordinator {
     }
 
     private static var initialImportKey: String { "initialImportCompleted" }
+
+    /// Replaces each store of the account signed in whose content folder is gone from the container (removed on
+    /// another device, or by hand) by an empty one, telling the app before and after. The store's file is kept,
+    /// moved to `Removed/<date>/` beside it.
+    func replaceStoresWhoseContentWasRemoved() {
+        func removed(_ store: PersistentStore) -> Bool {
+            guard store.binding != nil, store.belongsToSignedInAccount, let folder = store.ubiquitousContentFolder
+            else { return false }
+            return !FileManager.default.fileExists(atPath: folder.path)
+        }
+        let gone = persistentStores.filter(removed)
+        guard !gone.isEmpty else { return }
+        post(StoreTransition(phase: .willChange, type: .contentRemoved, added: [], removed: gone))
+        var added: [PersistentStore] = []
+        lock()
+        // Checked again under the lock: the account may have changed meanwhile.
+        for old in gone where persistentStores.contains(where: { $0 === old }) && removed(old) {
+            guard let binding = old.binding, let url = old.url else { continue }
+            do {
+                try old.database.close()
+                try Self.setAside(url)
+                let new = try binding.openStore(for: old.account, model: managedObjectModel)
+                replace(old, with: new)
+                try attach(new)
+                added.append(new)
+            } catch {
+                logger.error("the store whose content was removed could not be replaced: \(error)")
+                replace(old, with: nil)
+            }
+        }
+        unlock()
+        post(StoreTransition(phase: .didChange, type: .contentRemoved, added: added, removed: gone))
+    }
+
+    /// Moves a store's files (the database and its WAL and shared-memory files) to `Removed/<date>/` beside it.
+    private static func setAside(_ url: URL) throws(RecordStoreError) {
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "-")
+        let aside = url.deletingLastPathComponent().appendingPathComponent("Removed", isDirectory: true)
+            .appendingPathComponent("\(stamp)-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        do {
+            try FileManager.default.createDirectory(at: aside, withIntermediateDirectories: true)
+            for suffix in ["", "-wal", "-shm"] {
+                let file = URL(fileURLWithPath: url.path + suffix)
+                guard FileManager.default.fileExists(atPath: file.path) else { continue }
+                try FileManager.default.moveItem(at: file, to: aside.appendingPathComponent(file.lastPathComponent))
+            }
+        } catch {
+            throw RecordStoreError(.storeFailed, "the store could not be set aside: \(error)")
+        }
+    }
 
     func post(_ transition: StoreTransition) {
         transitionBroadcast.send(transition)

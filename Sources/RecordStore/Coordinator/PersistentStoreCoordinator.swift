@@ -149,6 +149,7 @@ public final class PersistentStoreCoordinator: Sendable {
         importQueue.async { [weak self] in
             guard let self else { return }
             do {
+                self.replaceStoresWhoseContentWasRemoved()
                 try self.importUbiquitousContent()
             } catch {
                 self.logger.error("importing other devices' changes failed: \(error)")
@@ -200,6 +201,11 @@ private final class ContentWatcher: FilePresenter, @unchecked Sendable {
         self.changed = changed
     }
 
+    func accommodatePresentedItemDeletion(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
+        changed()
+        completionHandler(nil)
+    }
+    func presentedItemDidMove(to newURL: URL) { changed() }
     func presentedSubitemDidAppear(at url: URL) { changed() }
     func presentedSubitemDidChange(at url: URL) { changed() }
     func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) { changed() }

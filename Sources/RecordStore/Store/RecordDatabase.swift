@@ -71,6 +71,16 @@ final class RecordDatabase: Sendable {
     var model: ManagedObjectModel { schema.model }
 
     /// Runs `body` in one write transaction; any error rolls all of it back.
+    /// Closes the database: later reads and writes fail.
+    func close() throws(RecordStoreError) {
+        do {
+            if let pool = writer as? DatabasePool { try pool.close() }
+            if let queue = writer as? DatabaseQueue { try queue.close() }
+        } catch {
+            throw RecordStoreError(.storeFailed, "the store could not be closed: \(error)")
+        }
+    }
+
     func write<T>(_ body: (inout StoreAccess) throws -> T) throws(RecordStoreError) -> T {
         try wrapped {
             try writer.write { db in

@@ -14,8 +14,67 @@ import UbiquityTestSupport
 /// after, as Core Data's ubiquitous stores do.
 @Suite("Record store account transitions", .timeLimit(.minutes(5)))
 struct AccountTransitionTests {
+    @Test("the content removed from the container: an empty store takes the store's place, its file kept aside")
+    func removedContentGetsANewStore() async throws {
+        try await withAccounts { ubiquity, _, _, folder in
+            let container = try #require(try await ubiquity.containerURL(forIdentifier: nil))
+            let content = container.appendingPathComponent("grocery_data", isDirectory: true)
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.model)
+            let recorder = TransitionRecorder(coordinator)
+            let first = try await coordinator.addPersistentStore(
+                type: .sqlite, configuration: nil, at: folder.appendingPathComponent("documents/Grocery.sqlite"),
+                options: [
+                    NSPersistentStoreUbiquitousContentNameKey: "Grocery",
+                    NSPersistentStoreUbiquitousContentURLKey: content,
+                ])
+            let context = ManagedObjectContext(concurrencyType: .privateQueue)
+            context.persistentStoreCoordinator = coordinator
+            try context.performAndWait {
+                Item(context: context).title = "Milk"
+                try context.save()
+            }
+
+            // Removed by hand here (another device's removal reaches this one the same way, by its engine).
+            try FileManager.default.removeItem(at: content.appendingPathComponent("Grocery", isDirectory: true))
+            let will = try await recorder.next { $0.phase == .willChange && $0.type == .contentRemoved }
+            #expect(will.removed.first === first)
+            let did = try await recorder.next { $0.phase == .didChange && $0.type == .contentRemoved }
+            let second = try #require(did.added.first)
+            #expect(coordinator.persistentStores.first === second && second.identifier != first.identifier)
+            context.reset()
+            let left = try context.performAndWait { try context.all(Item.self, sortedBy: \.title).count }
+            #expect(left == 0, "the new store is empty")
+            try context.performAndWait {
+                Item(context: context).title = "Bread"
+                try context.save()
+            }
+            #expect(try logFolders(in: content) == [second.identifier], "the new store's logs start afresh")
+            // The old store's file is kept, with what it held.
+            let removed = folder.appendingPathComponent(
+                "documents/CoreDataUbiquitySupport/\(try #require(ubiquity.identityToken).value)/Removed")
+            let aside = try FileManager.default.contentsOfDirectory(atPath: removed.path)
+            #expect(aside.count == 1)
+            let kept = try StoreFixture(
+                in: removed.appendingPathComponent(try #require(aside.first)), name: "Grocery")
+            let reader = kept.context()
+            #expect(
+                try withExtendedLifetime(reader) { try reader.all(Item.self, sortedBy: \.title).map(\.title) } == [
+                    "Milk"
+                ])
+        }
+    }
+
     @Test("another account, signed out, the first account again: each its own store, the app told before and after")
     func accountsKeepTheirOwnStores() async throws {
+        try await withAccounts { ubiquity, ada, bob, folder in
+            try await switchAccounts(ubiquity, ada: ada, bob: bob, folder: folder)
+        }
+    }
+
+    /// Runs `body` with a UbiquityKit instance signed in as Ada (Bob's profile ready too) on a service on loopback.
+    private func withAccounts(
+        _ body: (Ubiquity, _ ada: DeviceProfile, _ bob: DeviceProfile, URL) async throws -> Void
+    ) async throws {
         try await withTemporaryFolder { folder in
             let service = try await LocalService.start(in: folder.appendingPathComponent("service"))
             func profile(_ account: String) async throws -> DeviceProfile {
@@ -34,7 +93,7 @@ struct AccountTransitionTests {
                     containers: [try ContainerID("TEAM.com.example.grocery")], profile: ada, engine: .embedded,
                     pollInterval: .seconds(5), requestTimeout: .seconds(30), logger: logger))
             do {
-                try await switchAccounts(ubiquity, ada: ada, bob: bob, folder: folder)
+                try await body(ubiquity, ada, bob, folder)
             } catch {
                 await ubiquity.shutdown()
                 await service.stop()
