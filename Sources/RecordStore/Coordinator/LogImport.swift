@@ -48,9 +48,21 @@ enum LogImport {
                 }
             }
         }
-        guard !logs.isEmpty else { return report }
+        let baselines = Compaction.baselines(in: folder, except: own, problems: &report.problems)
+        guard !logs.isEmpty || !baselines.isEmpty else { return report }
         logs.sort { ($0.0.stamp, $0.0.sequence) < ($1.0.stamp, $1.0.sequence) }
         try database.write { access in
+            // Baselines first: the logs they hold are then skipped.
+            for baseline in baselines {
+                do {
+                    guard let changes = try access.importBaseline(baseline) else { continue }
+                    report.changes.inserted.formUnion(changes.inserted)
+                    report.changes.updated.formUnion(changes.updated)
+                    report.changes.deleted.formUnion(changes.deleted)
+                } catch let error as RecordStoreError where error.code == .corruptLog {
+                    report.problems.append("the baseline of \(baseline.device) skipped: \(error)")
+                }
+            }
             for (log, bytes) in logs {
                 do {
                     guard let changes = try access.importLog(log, bytes: bytes) else { continue }
@@ -70,7 +82,7 @@ enum LogImport {
         return report
     }
 
-    private static func read(_ url: URL) throws -> [UInt8] {
+    static func read(_ url: URL) throws -> [UInt8] {
         let handle = try FileHandle(forReadingFrom: url)
         defer { try? handle.close() }
         let data = try handle.read(upToCount: maximumLogSize + 1) ?? Data()

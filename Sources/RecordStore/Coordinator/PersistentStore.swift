@@ -38,6 +38,8 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     public let ubiquitousContentFolder: URL?
 
     let database: RecordDatabase
+    /// After how many saves the store writes a baseline (``RecordStoreBaselineThresholdOption``).
+    let baselineThreshold: Int
     /// For a store in a signed-in container: where each account's store lives.
     let binding: AccountBinding?
     /// For such a store: the account it belongs to; `nil` for the one used while signed out.
@@ -50,6 +52,7 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     ) throws(RecordStoreError) {
         self.binding = binding
         self.account = account
+        baselineThreshold = options[RecordStoreBaselineThresholdOption] as? Int ?? Compaction.defaultThreshold
         let name = options[NSPersistentStoreUbiquitousContentNameKey] as? String
         let contentURL = options[NSPersistentStoreUbiquitousContentURLKey] as? URL
         switch (name, contentURL) {
@@ -80,7 +83,8 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
         self.identifier = database.replica.uuidString
         if let logFolder {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: logFolder.path)) ?? []
-            let highest = names.compactMap { $0.hasSuffix(".log") ? UInt64($0.dropLast(4)) : nil }.max() ?? 0
+            // A log removed once a baseline held it leaves its number in the baseline's name.
+            let highest = names.compactMap { Compaction.sequence(ofFile: $0)?.sequence }.max() ?? 0
             try database.raiseSequence(toAtLeast: highest)
         }
         didSave()
@@ -121,6 +125,13 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
             try database.exportOutbox(to: logFolder)
         } catch {
             logger.error("the store's logs could not be written; they are kept and written later: \(error)")
+            return
+        }
+        guard let folder = ubiquitousContentFolder else { return }
+        do {
+            try Compaction.run(store: self, folder: folder, threshold: baselineThreshold)
+        } catch {
+            logger.error("the store's progress or baseline could not be written: \(error)")
         }
     }
 

@@ -173,6 +173,11 @@ public final class PersistentStoreCoordinator: Sendable {
                 guard let folder = store.ubiquitousContentFolder else { continue }
                 let report = try LogImport.run(store: store, folder: folder)
                 for problem in report.problems { logger.warning("\(problem)") }
+                do {
+                    try Compaction.run(store: store, folder: folder, threshold: store.baselineThreshold)
+                } catch {
+                    logger.error("the store's progress or baseline could not be written: \(error)")
+                }
                 total.inserted.formUnion(report.changes.inserted)
                 total.updated.formUnion(report.changes.updated)
                 total.deleted.formUnion(report.changes.deleted)

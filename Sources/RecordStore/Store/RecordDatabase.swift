@@ -45,6 +45,8 @@ final class RecordDatabase: Sendable {
                         CREATE TABLE IF NOT EXISTS rs_applied (
                             device BLOB NOT NULL, sequence INTEGER NOT NULL, PRIMARY KEY (device, sequence))
                             WITHOUT ROWID;
+                        CREATE TABLE IF NOT EXISTS rs_floor (
+                            device BLOB PRIMARY KEY NOT NULL, sequence INTEGER NOT NULL) WITHOUT ROWID;
                         CREATE TABLE IF NOT EXISTS rs_pending (
                             device BLOB NOT NULL, sequence INTEGER NOT NULL, version INTEGER NOT NULL,
                             log BLOB NOT NULL, PRIMARY KEY (device, sequence));

@@ -212,7 +212,11 @@ extension StoreAccess {
     /// Whether the log `sequence` of `device` was applied already.
     func hasApplied(device: UUID, sequence: UInt64) throws -> Bool {
         try Int64.fetchOne(
-            db.cachedStatement(sql: "SELECT 1 FROM rs_applied WHERE device = ? AND sequence = ?"),
+            db.cachedStatement(
+                sql: """
+                    SELECT 1 FROM rs_applied WHERE device = ?1 AND sequence = ?2
+                    UNION ALL SELECT 1 FROM rs_floor WHERE device = ?1 AND sequence >= ?2
+                    """),
             arguments: [device.data, Int64(bitPattern: sequence)]) != nil
     }
 

@@ -7,15 +7,18 @@ struct StoreFixture {
     let store: PersistentStore
 
     /// A store at `folder/name.sqlite`; with `content`, a ubiquitous store whose logs go to `content/Grocery/`.
-    init(in folder: URL, name: String = "store", content: URL? = nil, model: ManagedObjectModel = TestModel.model)
-        throws
-    {
+    /// With `baselineThreshold`, a baseline is written after that many saves.
+    init(
+        in folder: URL, name: String = "store", content: URL? = nil, model: ManagedObjectModel = TestModel.model,
+        baselineThreshold: Int? = nil
+    ) throws {
         coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         var options: [String: any Sendable] = [NSMigratePersistentStoresAutomaticallyOption: true]
         if let content {
             options[NSPersistentStoreUbiquitousContentNameKey] = "Grocery"
             options[NSPersistentStoreUbiquitousContentURLKey] = content
         }
+        if let baselineThreshold { options[RecordStoreBaselineThresholdOption] = baselineThreshold }
         store = try coordinator.addPersistentStore(
             type: .sqlite, configuration: nil, at: folder.appendingPathComponent("\(name).sqlite"), options: options)
     }

@@ -35,7 +35,11 @@ struct AccountTransitionTests {
             }
 
             // Removed by hand here (another device's removal reaches this one the same way, by its engine).
-            try FileManager.default.removeItem(at: content.appendingPathComponent("Grocery", isDirectory: true))
+            // The store may be writing its progress there meanwhile: remove until nothing is left.
+            let removed = content.appendingPathComponent("Grocery", isDirectory: true)
+            while FileManager.default.fileExists(atPath: removed.path) {
+                try? FileManager.default.removeItem(at: removed)
+            }
             let will = try await recorder.next { $0.phase == .willChange && $0.type == .contentRemoved }
             #expect(will.removed.first === first)
             let did = try await recorder.next { $0.phase == .didChange && $0.type == .contentRemoved }
@@ -50,12 +54,12 @@ struct AccountTransitionTests {
             }
             #expect(try logFolders(in: content) == [second.identifier], "the new store's logs start afresh")
             // The old store's file is kept, with what it held.
-            let removed = folder.appendingPathComponent(
+            let setAside = folder.appendingPathComponent(
                 "documents/CoreDataUbiquitySupport/\(try #require(ubiquity.identityToken).value)/Removed")
-            let aside = try FileManager.default.contentsOfDirectory(atPath: removed.path)
+            let aside = try FileManager.default.contentsOfDirectory(atPath: setAside.path)
             #expect(aside.count == 1)
             let kept = try StoreFixture(
-                in: removed.appendingPathComponent(try #require(aside.first)), name: "Grocery")
+                in: setAside.appendingPathComponent(try #require(aside.first)), name: "Grocery")
             let reader = kept.context()
             #expect(
                 try withExtendedLifetime(reader) { try reader.all(Item.self, sortedBy: \.title).map(\.title) } == [

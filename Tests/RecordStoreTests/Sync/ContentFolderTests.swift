@@ -67,7 +67,8 @@ struct ContentFolderTests {
                 try onA.save()
             }
             let logs = content.appendingPathComponent("Grocery/\(a.store.identifier)", isDirectory: true)
-            let names = try FileManager.default.contentsOfDirectory(atPath: logs.path).sorted()
+            let names = try FileManager.default.contentsOfDirectory(atPath: logs.path).filter { $0.hasSuffix(".log") }
+                .sorted()
             #expect(names == ["000000000001.log", "000000000002.log"])
 
             // A stranger's folder: a truncated log, a log under another device's name, and garbage.

@@ -1,0 +1,129 @@
+import DocumentKit
+import Foundation
+import Logging
+
+/// The option setting after how many saves a store writes a baseline (an `Int`; default 1,000). Logs a baseline
+/// holds are removed once every device known to the content has applied them.
+public let RecordStoreBaselineThresholdOption = "RecordStoreBaselineThresholdOption"
+
+/// Baselines, and the removal of logs no device needs any more.
+///
+/// Each device keeps, in its folder of the content, its logs, its newest baseline (`base-<sequence>.base`) and its
+/// progress (`progress`: of each device, the last log of an unbroken run from the first that it holds). A device
+/// removes only its own files, and only logs that its newest baseline holds and that every other device known to
+/// the content (a folder there) has said it holds: a device offline through a compaction finds every log it lacks
+/// when it comes back, and a new device starts from the baselines and the logs after them.
+enum Compaction {
+    static let progressFileName = "progress"
+    static let defaultThreshold = 1_000
+
+    static func baselineFileName(_ sequence: UInt64) -> String {
+        "base-" + RecordDatabase.logFileName(sequence).dropLast(4) + ".base"
+    }
+
+    /// The sequence a file of a device's folder is named by: a log's, or a baseline's.
+    static func sequence(ofFile name: String) -> (sequence: UInt64, isBaseline: Bool)? {
+        if name.hasSuffix(".log"), let sequence = UInt64(name.dropLast(4)) { return (sequence, false) }
+        if name.hasPrefix("base-"), name.hasSuffix(".base"), let sequence = UInt64(name.dropFirst(5).dropLast(5)) {
+            return (sequence, true)
+        }
+        return nil
+    }
+
+    /// Reads every other device's baseline in `folder`: the ones this store does not wholly hold are merged in the
+    /// import's transaction, before the logs. A baseline that cannot be read is skipped and reported.
+    static func baselines(in folder: URL, except own: String, problems: inout [String]) -> [Baseline] {
+        var baselines: [Baseline] = []
+        let devices = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        for name in devices.sorted() where name != own {
+            guard let device = UUID(uuidString: name) else { continue }
+            let deviceFolder = folder.appendingPathComponent(name, isDirectory: true)
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: deviceFolder.path)) ?? []
+            for file in files where sequence(ofFile: file)?.isBaseline == true {
+                do {
+                    let bytes = try LogImport.read(deviceFolder.appendingPathComponent(file))
+                    let baseline = try Baseline(decoding: bytes)
+                    guard baseline.device == device, baseline.sequence == sequence(ofFile: file)?.sequence else {
+                        throw RecordStoreError(
+                            .corruptLog,
+                            "the baseline says it is \(baseline.sequence) of "
+                                + "\(baseline.device), not its file's name")
+                    }
+                    baselines.append(baseline)
+                } catch {
+                    problems.append("\(name)/\(file) skipped: \(error)")
+                }
+            }
+        }
+        return baselines
+    }
+
+    /// After a save or an import: writes the store's progress, a baseline when enough saves came since the last
+    /// one, and removes this store's files no device needs.
+    static func run(store: PersistentStore, folder: URL, threshold: Int) throws(RecordStoreError) {
+        let own = folder.appendingPathComponent(store.identifier, isDirectory: true)
+        let (coverage, saved) = try store.database.read { access in
+            (try access.coverage(), UInt64(try access.integerMeta("sequence")))
+        }
+        var files = (try? FileManager.default.contentsOfDirectory(atPath: own.path)) ?? []
+        // Written only when it changed: each write reaches every other device, whose import it starts.
+        let progressFile = own.appendingPathComponent(progressFileName)
+        let progress = progress(coverage)
+        if (try? Data(contentsOf: progressFile)) != Data(progress) { try write(progress, to: progressFile) }
+        let newestBaseline = files.compactMap { sequence(ofFile: $0) }.filter(\.isBaseline).map(\.sequence).max() ?? 0
+        var baselineSequence = newestBaseline
+        if saved >= newestBaseline + UInt64(max(threshold, 1)) {
+            let baseline = try store.database.read { access in try access.baseline() }
+            try write(baseline.encoded(), to: own.appendingPathComponent(baselineFileName(baseline.sequence)))
+            baselineSequence = baseline.sequence
+            files = (try? FileManager.default.contentsOfDirectory(atPath: own.path)) ?? []
+        }
+        guard baselineSequence > 0 else { return }
+        // What every other device known to the content holds of this store's logs.
+        var needed = UInt64.max
+        let devices = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        for name in devices where name != store.identifier && UUID(uuidString: name) != nil {
+            let file = folder.appendingPathComponent(name, isDirectory: true).appendingPathComponent(progressFileName)
+            let theirs = (try? String(contentsOf: file, encoding: .utf8)).map(parseProgress) ?? [:]
+            needed = min(needed, theirs[UUID(uuidString: store.identifier)!] ?? 0)
+        }
+        let removable = min(needed, baselineSequence)
+        for file in files {
+            guard let (number, isBaseline) = sequence(ofFile: file) else { continue }
+            let obsolete = isBaseline ? number < baselineSequence : number <= removable
+            if obsolete { try? FileManager.default.removeItem(at: own.appendingPathComponent(file)) }
+        }
+    }
+
+    /// A progress file's text: a line `<device> <sequence>` per device.
+    static func progress(_ coverage: [UUID: UInt64]) -> [UInt8] {
+        let lines = coverage.sorted { $0.key.isOrdered(before: $1.key) }.map { "\($0.key.uuidString) \($0.value)\n" }
+        return Array(lines.joined().utf8)
+    }
+
+    /// Reads a progress file; lines that are not a device and a number are ignored (a device then counts as holding
+    /// nothing of the others' logs, which keeps them).
+    static func parseProgress(_ text: String) -> [UUID: UInt64] {
+        var coverage: [UUID: UInt64] = [:]
+        for line in text.split(separator: "\n").prefix(100_000) {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let device = UUID(uuidString: String(parts[0])), let sequence = UInt64(parts[1])
+            else { continue }
+            coverage[device] = sequence
+        }
+        return coverage
+    }
+
+    private static func write(_ bytes: [UInt8], to url: URL) throws(RecordStoreError) {
+        do {
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            SafeFileWriter.removeStaleTemporarySiblings(of: url)
+            try SafeFileWriter.replaceItem(at: url, synchronizesContents: false) { temporary in
+                try SafeFileWriter.writeFile(Data(bytes), to: temporary)
+            }
+        } catch {
+            throw RecordStoreError(.storeFailed, "\(url.lastPathComponent) cannot be written", underlying: error)
+        }
+    }
+}
