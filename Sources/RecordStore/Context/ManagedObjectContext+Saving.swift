@@ -93,6 +93,8 @@ extension ManagedObjectContext {
         let policy = mergePolicy
         let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         var stale: Set<ManagedObject> = []
+        // A store without ubiquitous options writes no logs.
+        let keepsLogs = store?.ubiquitousContentFolder != nil
         let result = try database.write { access -> (TransactionLog, MergeChanges)? in
             var changes: [ManagedObjectID: ObjectChange] = [:]
             var dropped: [ManagedObject: Set<String>] = [:]
@@ -118,7 +120,7 @@ extension ManagedObjectContext {
             let meaningful = changes.values.filter {
                 $0.existence != nil || !$0.values.isEmpty || !$0.linksAdded.isEmpty || !$0.linksRemoved.isEmpty
             }
-            return try access.save(meaningful, physicalMilliseconds: now)
+            return try access.save(meaningful, physicalMilliseconds: now, keepingLog: keepsLogs)
         }
         for object in objects { settle(object, stale: stale.contains(object), id: id) }
         pending.removeAll()

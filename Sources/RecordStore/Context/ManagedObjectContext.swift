@@ -265,6 +265,11 @@ public final class ManagedObjectContext: @unchecked Sendable {
     private func undoInsert(_ object: ManagedObject) {
         guard object.state == .inserted else { return }
         detach(object)
+        // Registered while undoing, this is the redo: the object inserted again, with the values it kept.
+        registerUndo(object) { context, object in
+            object.state = .fault
+            context.insert(object)
+        }
     }
 
     /// Forgets an object the context inserted, as if it never was.

@@ -187,10 +187,11 @@ extension StoreAccess {
         return UUID(data)
     }
 
-    /// Saves `changes` as the store's next log: stamps them, applies them, and keeps the log in the outbox, all in
-    /// this transaction, so that the store and its logs agree after a crash at any moment.
+    /// Saves `changes` as the store's next log: stamps them, applies them, and (`keepingLog`, for a store whose saves
+    /// go to a container) keeps the log in the outbox, all in this transaction, so that the store and its logs agree
+    /// after a crash at any moment.
     /// - Returns: The log and what the save changed as an app sees it; `nil` when `changes` is empty.
-    mutating func save(_ changes: [ObjectChange], physicalMilliseconds: UInt64) throws -> (
+    mutating func save(_ changes: [ObjectChange], physicalMilliseconds: UInt64, keepingLog: Bool = true) throws -> (
         TransactionLog, MergeChanges
     )? {
         guard !changes.isEmpty else { return nil }
@@ -201,9 +202,11 @@ extension StoreAccess {
             device: try replica(), sequence: sequence, time: time, modelVersion: model.version,
             changes: changes.sorted { $0.id < $1.id })
         let merged = try apply(log, model: model)
-        try db.cachedStatement(sql: "INSERT INTO rs_outbox (sequence, log) VALUES (?, ?)").execute(arguments: [
-            Int64(sequence), Data(log.encoded()),
-        ])
+        if keepingLog {
+            try db.cachedStatement(sql: "INSERT INTO rs_outbox (sequence, log) VALUES (?, ?)").execute(arguments: [
+                Int64(sequence), Data(log.encoded()),
+            ])
+        }
         try setMeta("clock", Int64(bitPattern: time))
         try setMeta("sequence", Int64(sequence))
         return (log, merged)
