@@ -6,10 +6,12 @@ import UbiquityKit
 /// Tags, the book's chapter 8: items and tags many-to-many, kept in the tag store (see ``GroceryTagModel``) while
 /// the items stay documents. A tag is found by its name in any case; a new tag keeps the spelling it was given.
 extension GroceryApp {
-    /// A tag and the items that have it, in the list's order.
+    /// A tag, its colour and the items that have it, in the list's order.
     public struct TagSummary: Hashable, Sendable {
         /// The tag's name.
         public var name: String
+        /// The tag's colour, `nil` when it has none (see ``setColor(_:ofTag:)``).
+        public var color: String?
         /// The items with the tag whose documents this device knows (placeholders included).
         public var items: [GroceryEntry]
     }
@@ -73,19 +75,21 @@ extension GroceryApp {
         }
     }
 
-    /// Every tag, by name (in any case), each with the items that have it. A tag whose items are all gone is listed
-    /// with none: tags are never deleted by the app (see docs/Grocery.md).
+    /// Every tag, by name (in any case), each with its colour and the items that have it. A tag whose items are all
+    /// gone is listed with none: tags are never deleted by the app (see docs/Grocery.md).
     public func tags() async throws -> [TagSummary] {
         let entries = try await items()
         let context = try await tagStore().makeContext()
         let tags = try Self.storeWork("read") {
-            try context.fetch(FetchRequest<GroceryTag>()).map { ($0.name, Set($0.items.map(\.documentID))) }
+            try context.fetch(FetchRequest<GroceryTag>()).map { ($0.name, $0.color, Set($0.items.map(\.documentID))) }
         }
-        return tags.map { name, ids in TagSummary(name: name, items: entries.filter { ids.contains($0.id) }) }
-            .sorted { a, b in
-                let order = a.name.localizedStandardCompare(b.name)
-                return order == .orderedSame ? a.name < b.name : order == .orderedAscending
-            }
+        return tags.map { name, color, ids in
+            TagSummary(name: name, color: color, items: entries.filter { ids.contains($0.id) })
+        }
+        .sorted { a, b in
+            let order = a.name.localizedStandardCompare(b.name)
+            return order == .orderedSame ? a.name < b.name : order == .orderedAscending
+        }
     }
 
     /// The items with the tag `tagName` (in any case), in the list's order.
@@ -122,8 +126,8 @@ extension GroceryApp {
 
     // MARK: The store
 
-    /// The tag store, opened on first use: `<root>/.grocery/Grocery.sqlite`, its logs in the container's
-    /// `grocery_data` folder.
+    /// The tag store, opened on first use: a file of the signed-in account's under `<root>/.grocery/`
+    /// (`CoreDataUbiquitySupport/<account>/Grocery.sqlite`), its logs in the container's `grocery_data` folder.
     func tagStore() async throws -> GroceryTagStore {
         if let tagStoreOpening { return try await tagStoreOpening.value }
         let file = supportFolder.appendingPathComponent(GroceryTagStore.fileName)
@@ -171,7 +175,7 @@ extension GroceryApp {
     // MARK: Finding records
 
     /// The tag named `name`: that exact name, else the first (by name) of the tags named so in another case.
-    private static func tag(named name: String, in context: ManagedObjectContext) throws -> GroceryTag? {
+    static func tag(named name: String, in context: ManagedObjectContext) throws -> GroceryTag? {
         let exact = FetchRequest<GroceryTag>(predicate: #Predicate { $0.name == name })
         if let tag = try context.fetch(exact).first { return tag }
         return matching(name, in: try context.fetch(FetchRequest<GroceryTag>()))
@@ -199,7 +203,7 @@ extension GroceryApp {
 
     /// Runs `body`; an error of the store becomes ``GroceryError/Code/storeFailed`` ("the tags could not be
     /// `verb`").
-    private static func storeWork<T>(_ verb: String, _ body: () throws -> T) throws -> T {
+    static func storeWork<T>(_ verb: String, _ body: () throws -> T) throws -> T {
         do {
             return try body()
         } catch let error as GroceryError {
@@ -222,11 +226,16 @@ extension GroceryApp {
                 .invalidValue,
                 "a tag's name is at most \(maximumTagNameLength) characters; this one has \(trimmed.count)")
         }
-        let unprintable: [Unicode.GeneralCategory] = [.control, .lineSeparator, .paragraphSeparator]
-        guard !trimmed.unicodeScalars.contains(where: { unprintable.contains($0.properties.generalCategory) }) else {
+        guard !hasControlCharacters(trimmed) else {
             throw GroceryError(
                 .invalidValue, "a tag's name cannot hold control characters (such as a tab or a line break)")
         }
         return trimmed
+    }
+
+    /// Whether `text` holds a control character, a line separator or a paragraph separator.
+    static func hasControlCharacters(_ text: String) -> Bool {
+        let unprintable: [Unicode.GeneralCategory] = [.control, .lineSeparator, .paragraphSeparator]
+        return text.unicodeScalars.contains { unprintable.contains($0.properties.generalCategory) }
     }
 }

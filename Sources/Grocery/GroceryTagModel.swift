@@ -21,18 +21,23 @@ public enum GroceryTagModel {
         ],
         uniquenessKey: ["documentID"])
 
-    /// `Tag`: a name, unique; the items that have it.
+    /// `Tag`: a name, unique; a colour, if it has one (since version 2); the items that have it.
     public static let tag = EntityDescription(
         name: "Tag", managedObjectClass: GroceryTag.self,
-        attributes: [AttributeDescription(name: "name", type: .string)],
+        attributes: [
+            AttributeDescription(name: "name", type: .string),
+            AttributeDescription(name: "color", type: .string, isOptional: true),
+        ],
         relationships: [
             RelationshipDescription(
                 name: "items", destinationEntityName: "GroceryItem", inverseName: "tags", isToMany: true)
         ],
         uniquenessKey: ["name"])
 
-    /// The model, version 1.
-    public static let model = ManagedObjectModel(version: 1, entities: [item, tag])
+    /// The model, version 2. Version 1 had no tag colours; a store of version 1 gains the column when it is opened
+    /// (an added optional attribute is a lightweight migration), its tags without a colour. A device still on
+    /// version 1 keeps the logs of version 2 it receives, unapplied, until it is upgraded.
+    public static let model = ManagedObjectModel(version: 2, entities: [item, tag])
 }
 
 /// One item of the list in the tag store: the id of its document (see ``GroceryEntry/id``) and its tags.
@@ -49,6 +54,9 @@ public final class GroceryItem: ManagedObject {
 public final class GroceryTag: ManagedObject {
     /// The tag's name, as it was first written.
     @Attribute("name") public var name: String
+    /// The tag's colour, such as "blue", or `nil` for none. Set on two devices at once, the later save's colour is
+    /// kept on both.
+    @Attribute("color") public var color: String?
     /// The items that have the tag.
     @ToMany("items") public var items: Set<GroceryItem>
 }

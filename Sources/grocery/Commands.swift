@@ -139,7 +139,8 @@ struct Untag: AsyncParsableCommand {
 }
 
 struct Tags: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the tags, each with its items.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the tags, each with its colour, if any, and its items.")
     @OptionGroup var options: DeviceOption
 
     func run() async throws {
@@ -148,8 +149,29 @@ struct Tags: AsyncParsableCommand {
             if tags.isEmpty { print("there are no tags; tag an item with `grocery tag ITEM TAG`") }
             for tag in tags {
                 let items = tag.items.isEmpty ? "(no items)" : tag.items.map(\.displayName).joined(separator: ", ")
-                print("\(tag.name): \(items)")
+                print("\(tag.name)\(tag.color.map { " (\($0))" } ?? ""): \(items)")
             }
+        }
+    }
+}
+
+struct TagColor: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tag-color", abstract: "Give a tag a colour, or take its colour away with --clear.")
+    @OptionGroup var options: DeviceOption
+    @Argument(help: "The tag's name, in any case.") var tag: String
+    @Argument(help: "The colour, such as blue or #3366FF.") var color: String?
+    @Flag(help: "Take the tag's colour away.") var clear = false
+
+    func validate() throws {
+        guard (color == nil) == clear else { throw ValidationError("give a colour, or --clear (not both)") }
+    }
+
+    func run() async throws {
+        try await options.run { app in
+            let coloring = try await app.setColor(clear ? nil : color, ofTag: tag)
+            let what = coloring.color.map { "is \($0)" } ?? "has no colour"
+            print(coloring.changed ? "\(coloring.tag) \(what) now" : "\(coloring.tag) \(what) already")
         }
     }
 }

@@ -16,7 +16,8 @@ struct GroceryCommand: AsyncParsableCommand {
             """,
         subcommands: [
             ListItems.self, Add.self, Rename.self, SetImage.self, Show.self, Delete.self, TagItem.self, Untag.self,
-            Tags.self, Undo.self, Redo.self, Conflicts.self, Resolve.self, Watch.self, Prefs.self, Quick.self,
+            Tags.self, TagColor.self, Undo.self, Redo.self, Conflicts.self, Resolve.self, Watch.self, Prefs.self,
+            Quick.self,
         ],
         defaultSubcommand: ListItems.self)
 }

@@ -63,6 +63,37 @@ struct GroceryCommandLineTagTests {
         }
     }
 
+    @Test("A tag's colour set on one device shows on the other in `grocery tags`; cleared; bad colours refused")
+    func tagColors() async throws {
+        try await GroceryMachine.with { machine in
+            try await machine.grocery("laptop", "add", "Milk")
+            try await machine.grocery("laptop", "tag", "Milk", "Dairy")
+            #expect(try await machine.grocery("desktop", "tag-color", "dairy", "blue").contains("Dairy is blue now"))
+            #expect(tagLines(try await machine.grocery("laptop", "tags")) == ["Dairy (blue): Milk"])
+            #expect(try await machine.grocery("laptop", "tag-color", "Dairy", "blue").contains("Dairy is blue already"))
+
+            // Bad input: a clear error, a failing status, nothing changed.
+            let refusals: [([String], String)] = [
+                (["tag-color", "Dairy", "  "], "a tag's colour cannot be empty"),
+                (["tag-color", "Dairy", "sky\tblue"], "cannot hold control characters"),
+                (["tag-color", "Dairy", String(repeating: "x", count: 33)], "at most 32 characters"),
+                (["tag-color", "Frozen", "white"], "no tag is named \"Frozen\""),
+                (["tag-color", "Dairy"], "give a colour, or --clear"),
+                (["tag-color", "Dairy", "red", "--clear"], "give a colour, or --clear"),
+            ]
+            for (arguments, message) in refusals {
+                let refused = try await machine.run("desktop", arguments)
+                #expect(refused.status != 0 && refused.output.contains(message), "\(arguments): \(refused.output)")
+            }
+            #expect(tagLines(try await machine.grocery("desktop", "tags")) == ["Dairy (blue): Milk"])
+
+            #expect(
+                try await machine.grocery("laptop", "tag-color", "Dairy", "--clear").contains("Dairy has no colour now")
+            )
+            #expect(tagLines(try await machine.grocery("desktop", "tags")) == ["Dairy: Milk"])
+        }
+    }
+
     @Test("The same tag made on both devices while one is offline is one tag; both devices' links to it stay")
     func tagsMadeConcurrentlyConverge() async throws {
         try await GroceryMachine.with { machine in
