@@ -126,6 +126,13 @@ extension GroceryApp {
 
     // MARK: The store
 
+    /// Opens the tag store now, as the book adds its store at launch, rather than when tags are first asked for. The
+    /// store's first import after it is added (a sync, then what the container holds) then runs while nothing waits
+    /// for tags.
+    public func openTagStore() async throws {
+        _ = try await tagStore()
+    }
+
     /// The tag store, opened on first use: a file of the signed-in account's under `<root>/.grocery/`
     /// (`CoreDataUbiquitySupport/<account>/Grocery.sqlite`), its logs in the container's `grocery_data` folder.
     func tagStore() async throws -> GroceryTagStore {
@@ -158,8 +165,12 @@ extension GroceryApp {
         return FileManager.default.fileExists(atPath: GroceryTagStore.contentFolder(in: container).path)
     }
 
-    /// Imports the other devices' tags a sync brought, when the tag store is open (opening it imports them).
+    /// Imports the other devices' tags a sync brought, when the tag store is open (opening it imports them) and
+    /// imports are not held (see ``holdingTagImports(_:)``).
     func importTags() async throws {
+        // While imports are held, the logs a sync brought wait: the import the store schedules when they appear
+        // runs once the hold ends.
+        guard tagImportHolds == 0 else { return }
         guard let tagStoreOpening, let store = try? await tagStoreOpening.value else { return }
         try await store.importChanges()
     }

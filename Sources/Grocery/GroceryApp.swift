@@ -29,6 +29,8 @@ public final class GroceryApp {
     private var keyValueStore: UbiquitousKeyValueStore?
     /// The tag store (chapter 8), opened when a tag is first asked for.
     var tagStoreOpening: Task<GroceryTagStore, any Error>?
+    /// How many ``holdingTagImports(_:)`` calls are running; while any is, this app does not import tags itself.
+    var tagImportHolds = 0
     /// Where the app reports what it cannot report by throwing.
     let logger: Logger
 
