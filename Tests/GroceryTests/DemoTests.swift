@@ -13,7 +13,7 @@ struct DemoTests {
             ["demo", "--once"], log: logs.appendingPathComponent("demo.log"), timeout: 300)
         #expect(status == 0, "\(output)")
         let lines = output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        for step in 1...7 {
+        for step in 1...8 {
             // Each step is narrated, and its last line reports it done.
             let start = try #require(lines.firstIndex { $0.hasPrefix("[\(step)]") }, "step \(step): \(output)")
             let end = lines[(start + 1)...].firstIndex { $0.hasPrefix("[") || $0 == "Where things are" } ?? lines.count
@@ -27,6 +27,16 @@ struct DemoTests {
         #expect(figures.count >= 3 && figures[1] < figures[2], "\(retouch)")
         #expect(output.contains("conflict: \"Rye bread\" saved on desktop"))
         #expect(output.contains("green on both devices"))
+        // Tags (chapter 8): each desktop edit made before it had the laptop's, then both devices alike.
+        #expect(output.contains("laptop tagged Milk \"Dairy\"; desktop, without that yet, tagged Milk \"Weekly\""))
+        #expect(output.contains("✓ tags added on both: both devices show Milk with Dairy, Weekly"))
+        #expect(output.contains("laptop made Dairy blue; desktop, without that yet, tagged Eggs \"Dairy\""))
+        #expect(output.contains("✓ different properties: both devices show Dairy (blue): Eggs, Milk"))
+        #expect(output.contains("laptop made Weekly green; desktop, without that yet, made Weekly red"))
+        let settled = try #require(lines.first { $0.hasPrefix("✓ the same property: both devices show Weekly ") })
+        #expect(
+            settled.hasSuffix("the desktop saved it later, so its red wins on both")
+                || settled.contains("both saved in the same millisecond"), "\(settled)")
         #expect(output.contains("All steps done."))
     }
 }

@@ -10,7 +10,7 @@ import Foundation
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Show two devices kept in step: a service, a shared grocery list, an image, a conflict resolved.",
+        abstract: "Show two devices kept in step: a shared grocery list, an image, a conflict resolved, tags merged.",
         discussion: """
             Starts the sync service in a temporary directory, signs in two devices ("laptop" and "desktop"), and
             narrates what happens as the Grocery sample runs on both. Then it keeps running, so that you can go on

@@ -47,6 +47,9 @@ final class SyncDemo {
         self.desktop = desktop
         let laptopDocuments = try await laptop.documents()
         _ = try await desktop.documents()
+        // The tag stores are added at launch, as the book adds its Core Data store.
+        try await laptop.openTagStore()
+        try await desktop.openTagStore()
         narrator.detail("laptop's documents: \(laptopDocuments.path)")
         narrator.done("service at \(service.address); account \"demo\"; laptop and desktop signed in")
 
@@ -55,6 +58,7 @@ final class SyncDemo {
         try await image(of: milk, laptop, desktop)
         try await conflict(over: bread, laptop)
         try await preferences()
+        try await tags(of: milk)
     }
 
     private func open(_ profile: DeviceProfile) -> GroceryApp {
@@ -190,6 +194,7 @@ final class SyncDemo {
         let back = open(desktopProfile)
         self.desktop = back
         _ = try await back.documents()
+        try await back.openTagStore()
         narrator.detail("desktop is back online")
         for (name, app) in [("laptop", laptop), ("desktop", back)] {
             _ = try await waitFor("the conflict on the \(name)") {
@@ -242,6 +247,7 @@ final class SyncDemo {
         narrator.say("    \(environment) swift run grocery list --device desktop")
         narrator.say("    \(environment) swift run grocery add Apples --device laptop")
         narrator.say("    \(environment) swift run grocery watch --device desktop")
+        narrator.say("    \(environment) swift run grocery tags --device laptop")
         narrator.say("Stop with Ctrl-C.")
     }
 
@@ -267,7 +273,7 @@ final class SyncDemo {
         ByteCountFormatter.string(fromByteCount: bytes, countStyle: .binary)
     }
 
-    private func elapsed(since start: ContinuousClock.Instant) -> String {
+    func elapsed(since start: ContinuousClock.Instant) -> String {
         let duration = ContinuousClock.now - start
         let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
         return "in \(milliseconds) ms"
