@@ -155,12 +155,10 @@ extension GroceryApp {
         }
     }
 
-    /// Whether this device has tags to care about: its tag store is open or exists, or another device's logs of it
-    /// are in the container.
+    /// Whether this device has tags to care about: its tag store is open, or a device's logs of it are in the
+    /// container.
     private func hasTagStore() async throws -> Bool {
         if tagStoreOpening != nil { return true }
-        let file = supportFolder.appendingPathComponent(GroceryTagStore.fileName)
-        if FileManager.default.fileExists(atPath: file.path) { return true }
         guard let container = try await ubiquity.containerURL(forIdentifier: nil) else { return false }
         return FileManager.default.fileExists(atPath: GroceryTagStore.contentFolder(in: container).path)
     }

@@ -1,6 +1,7 @@
 import DocumentKit
 import Foundation
 import Logging
+import Synchronization
 import UbiquityKit
 
 /// The option naming a store's content in the ubiquity container (Core Data's
@@ -45,6 +46,7 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     /// For such a store: the account it belongs to; `nil` for the one used while signed out.
     let account: UbiquityIdentityToken?
     private let logger = Logger(label: "RecordStore.PersistentStore")
+    private let compacting = Mutex(())
 
     init(
         type: StoreType, url: URL?, options: [String: any Sendable], model: ManagedObjectModel,
@@ -102,6 +104,15 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
             && name.unicodeScalars.allSatisfy { isLetterOrDigit($0) || "_-.".unicodeScalars.contains($0) }
     }
 
+    /// Writes the store's progress, a baseline when one is due, and removes its files no device needs, one pass at a
+    /// time: a save and an import finishing together would otherwise write the same files at once.
+    func compact() throws(RecordStoreError) {
+        guard let folder = ubiquitousContentFolder else { return }
+        try compacting.withLock { _ throws(RecordStoreError) in
+            try Compaction.run(store: self, folder: folder, threshold: baselineThreshold)
+        }
+    }
+
     /// Whether the store belongs to the account signed in now (always, for a store outside a signed-in container).
     var belongsToSignedInAccount: Bool {
         guard let binding else { return true }
@@ -127,9 +138,8 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
             logger.error("the store's logs could not be written; they are kept and written later: \(error)")
             return
         }
-        guard let folder = ubiquitousContentFolder else { return }
         do {
-            try Compaction.run(store: self, folder: folder, threshold: baselineThreshold)
+            try compact()
         } catch {
             logger.error("the store's progress or baseline could not be written: \(error)")
         }

@@ -174,7 +174,7 @@ public final class PersistentStoreCoordinator: Sendable {
                 let report = try LogImport.run(store: store, folder: folder)
                 for problem in report.problems { logger.warning("\(problem)") }
                 do {
-                    try Compaction.run(store: store, folder: folder, threshold: store.baselineThreshold)
+                    try store.compact()
                 } catch {
                     logger.error("the store's progress or baseline could not be written: \(error)")
                 }
