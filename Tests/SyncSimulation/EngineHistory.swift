@@ -195,23 +195,10 @@ public final class EngineHistory: @unchecked Sendable {
         let configuration = ContainerSync.Configuration(
             eagerDownloadLimit: 1 << 20, disk: self.configuration.staleChecks ? StaleDisk(disk) : disk,
             makeIdentifier: { [unowned self] in self.random.uuid() }, taskExecutor: executor)
-        // A killed engine's lock was let go; a child process another test spawns at that moment holds a copy of the
-        // lock's descriptor until it starts its program, so taking the lock again may have to wait that long. The
-        // only sleep of the simulation, and on purpose: the child's exec is in another test, reported by nothing this
-        // history can await, and the engine lock is taken without blocking (a second engine must fail at once).
-        var attempts = 0
-        var made: ContainerSync?
-        while made == nil {
-            do {
-                made = try ContainerSync(
-                    layout: device.layout, client: Self.unusedClient, service: service, device: device.saving,
-                    configuration: configuration, state: device.state)
-            } catch let error as ProtocolError where error.code == .engineAlreadyRunning && attempts < 2_000 {
-                attempts += 1
-                usleep(1_000)
-            }
-        }
-        let sync = made!
+        // A killed engine's lock was let go (unlocked, not only closed), so a new engine takes it at once.
+        let sync = try ContainerSync(
+            layout: device.layout, client: Self.unusedClient, service: service, device: device.saving,
+            configuration: configuration, state: device.state)
         let engine = Engine(sync: sync, disk: disk, executor: executor)
         holder.engine = engine
         // As the engine's start does: what a killed engine left in its temporary folder goes.

@@ -41,9 +41,18 @@ public final class EngineLock: Sendable {
     }
 
     /// Lets the lock go (once; later calls do nothing).
+    ///
+    /// Unlocked before it is closed: a child process another thread is starting holds a copy of the descriptor
+    /// until it runs its program, and closing alone would leave the lock held by that copy until then.
     public func release() {
         descriptor.withLock { descriptor in
-            if let open = descriptor { close(open) }
+            if let open = descriptor {
+                var lock = flock()
+                lock.l_type = Int16(F_UNLCK)
+                lock.l_whence = Int16(SEEK_SET)
+                _ = fcntl(open, Self.setOFDLock, &lock)
+                close(open)
+            }
             descriptor = nil
         }
     }
