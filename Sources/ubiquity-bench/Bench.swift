@@ -84,6 +84,11 @@ struct Benchmark: Sendable {
         Benchmark(name: QueryBenchmark.name) { try await QueryBenchmark.run(in: $0) },
         Benchmark(name: KeyValueBenchmark.name) { try await KeyValueBenchmark.run(in: $0) },
         Benchmark(name: PlannerBenchmark.name) { _ in PlannerBenchmark.run() },
+        Benchmark(name: RecordInsertBenchmark.name) { try RecordInsertBenchmark.run(in: $0) },
+        Benchmark(name: RecordSavesBenchmark.name) { try RecordSavesBenchmark.run(in: $0) },
+        Benchmark(name: RecordFetchBenchmark.name) { try RecordFetchBenchmark.run(in: $0) },
+        Benchmark(name: RecordImportBenchmark.name) { try await RecordImportBenchmark.run(in: $0) },
+        Benchmark(name: RecordMemoryBenchmark.name) { try await RecordMemoryBenchmark.run(in: $0) },
         Benchmark(name: SimulationBenchmark.name) { _ in
             try SimulationBenchmark.run(histories: 2_000, seed: 1, trace: false)
         },

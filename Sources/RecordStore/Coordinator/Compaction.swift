@@ -67,8 +67,11 @@ enum Compaction {
         }
         var files = (try? FileManager.default.contentsOfDirectory(atPath: own.path)) ?? []
         // Written only when it changed: each write reaches every other device, whose import it starts.
+        // Of the other devices only: what this store holds of its own logs no one asks, and it moves with every save.
         let progressFile = own.appendingPathComponent(progressFileName)
-        let progress = progress(coverage)
+        var others = coverage
+        others[store.database.replica] = nil
+        let progress = progress(others)
         if (try? Data(contentsOf: progressFile)) != Data(progress) { try write(progress, to: progressFile) }
         let newestBaseline = files.compactMap { sequence(ofFile: $0) }.filter(\.isBaseline).map(\.sequence).max() ?? 0
         var baselineSequence = newestBaseline

@@ -1,0 +1,118 @@
+import Foundation
+import GRDB
+import RecordStore
+
+/// `record.saves`: 1,000 saves of one new item each in one context, against GRDB committing 1,000 transactions of
+/// one insert each in WAL mode with `synchronous = FULL`, the setting `RecordDatabase` asks for; and, beside it,
+/// with `synchronous = NORMAL`, which is what `RecordDatabase` runs with today: it asks for FULL in
+/// `prepareDatabase`, and a GRDB pool sets NORMAL on its writer after that, as it switches it to WAL.
+///
+/// The store is ubiquitous (each save's log written safely to the content folder) or local. Each round writes into
+/// new databases, the four in a rotating order; medians of five rounds after a short warm-up round. Rounds keep
+/// their files until the end: ext4 without a journal skips inodes freed in the last minute or more when it makes a
+/// file, so deleting a round's thousand logs would slow the next round's. Target: at most 2× GRDB.
+enum RecordSavesBenchmark {
+    static let name = "record.saves"
+    static let saves = 1_000
+    static let rounds = 5
+    static let warmUpSaves = 100
+
+    private enum Variant: Int, CaseIterable {
+        case ubiquitous, local, grdb, grdbNormal
+    }
+
+    static func run(in scratch: URL) throws {
+        let values = (0..<saves).map(ItemValues.init)
+        var totals: [Variant: [Duration]] = [:]
+        for round in 0...rounds {
+            let folder = scratch.appendingPathComponent("saves-\(round)", isDirectory: true)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let batch = round == 0 ? Array(values.prefix(warmUpSaves)) : values
+            // Rotate which goes first, so that none always follows another's writeback.
+            for offset in 0..<Variant.allCases.count {
+                let variant = Variant(rawValue: (offset + round) % Variant.allCases.count)!
+                let time = try measure(variant, batch, in: folder)
+                if round > 0 { totals[variant, default: []].append(time) }
+            }
+        }
+        let baseline = RecordBench.milliseconds(Measure.median(totals[.grdb]!))
+        let normal = RecordBench.milliseconds(Measure.median(totals[.grdbNormal]!))
+        for variant in [Variant.ubiquitous, .local] {
+            let label = "\(saves) saves of one item, \(variant == .ubiquitous ? "ubiquitous" : "local") store"
+            let total = RecordBench.milliseconds(Measure.median(totals[variant]!))
+            BenchOutput.figure(bench: name, case: label, metric: "median_ms_record", value: total)
+            BenchOutput.figure(
+                bench: name, case: label, metric: "us_per_save_record", value: total * 1000 / Double(saves))
+            BenchOutput.figure(bench: name, case: label, metric: "median_ms_grdb_transactions", value: baseline)
+            BenchOutput.figure(
+                bench: name, case: label, metric: "us_per_transaction_grdb", value: baseline * 1000 / Double(saves))
+            BenchOutput.figure(bench: name, case: label, metric: "ratio_vs_grdb", value: total / baseline)
+            BenchOutput.figure(
+                bench: name, case: label, metric: "median_ms_grdb_transactions_synchronous_normal", value: normal)
+            BenchOutput.figure(
+                bench: name, case: label, metric: "ratio_vs_grdb_synchronous_normal", value: total / normal)
+        }
+    }
+
+    /// Runs `variant` once in `folder`: the time of one save (or transaction) per value.
+    private static func measure(_ variant: Variant, _ values: [ItemValues], in folder: URL) throws -> Duration {
+        switch variant {
+        case .ubiquitous:
+            try record(
+                values, store: folder.appendingPathComponent("ubiquitous.sqlite"),
+                content: folder.appendingPathComponent("content", isDirectory: true))
+        case .local:
+            try record(values, store: folder.appendingPathComponent("local.sqlite"), content: nil)
+        case .grdb:
+            try grdb(values, at: folder.appendingPathComponent("grdb.sqlite"), synchronous: .full)
+        case .grdbNormal:
+            try grdb(values, at: folder.appendingPathComponent("grdb-normal.sqlite"), synchronous: .normal)
+        }
+    }
+
+    /// Inserts an item of each of `values` into one context of a new store, saving after each.
+    private static func record(_ values: [ItemValues], store url: URL, content: URL?) throws -> Duration {
+        let coordinator = try RecordBench.coordinator(store: url, content: content)
+        let context = RecordBench.context(coordinator)
+        let time = try ContinuousClock().measure {
+            for value in values {
+                BenchItem.insert(value, into: context)
+                try context.save()
+            }
+        }
+        let saved = try RecordBench.context(coordinator).count(for: FetchRequest<BenchItem>())
+        guard saved == values.count else { throw BenchError("the store holds \(saved) items, not \(values.count)") }
+        if let content {
+            // The newest log, or the baseline that holds it once the store has compacted its logs.
+            let logs = content.appendingPathComponent(RecordBench.contentName, isDirectory: true)
+                .appendingPathComponent(coordinator.persistentStores[0].identifier, isDirectory: true)
+            let newest = try FileManager.default.contentsOfDirectory(atPath: logs.path).compactMap(sequence).max()
+            guard newest == values.count else {
+                throw BenchError("the newest log or baseline is \(newest ?? 0), not \(values.count)")
+            }
+        }
+        return time
+    }
+
+    /// The sequence a file of a store's folder is named by: `<sequence>.log`, or `base-<sequence>.base`.
+    private static func sequence(ofFile name: String) -> Int? {
+        if name.hasSuffix(".log") { return Int(name.dropLast(4)) }
+        if name.hasPrefix("base-"), name.hasSuffix(".base") { return Int(name.dropFirst(5).dropLast(5)) }
+        return nil
+    }
+
+    /// Inserts the rows of `values` into a new GRDB database, one transaction each.
+    private static func grdb(_ values: [ItemValues], at url: URL, synchronous: RecordBench.Synchronous) throws
+        -> Duration
+    {
+        let pool = try RecordBench.pool(at: url, synchronous: synchronous)
+        let time = try ContinuousClock().measure {
+            for value in values {
+                try pool.write { db in try ItemValues.insert([value], into: db) }
+            }
+        }
+        let saved = try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") ?? 0 }
+        guard saved == values.count else { throw BenchError("GRDB holds \(saved) items, not \(values.count)") }
+        return time
+    }
+}
