@@ -195,16 +195,10 @@ extension Baseline {
                 throw LogReader.corrupt("a device covered twice")
             }
         }
-        var names: [String] = []
-        for _ in 0..<(try reader.readCount()) { names.append(try reader.readString()) }
-        func name(_ reader: inout LogReader) throws(RecordStoreError) -> String {
-            let index = try reader.readVarint()
-            guard index < UInt64(names.count) else { throw LogReader.corrupt("a name index past the names") }
-            return names[Int(index)]
-        }
+        let names = try reader.readNames()
+        func name(_ reader: inout LogReader) throws(RecordStoreError) -> String { try reader.readName(in: names) }
         func object(_ reader: inout LogReader) throws(RecordStoreError) -> ManagedObjectID {
-            let entity = try name(&reader)
-            return ManagedObjectID(entityName: entity, uuid: try reader.readUUID())
+            try reader.readObject(in: names)
         }
         func stamp(_ reader: inout LogReader) throws(RecordStoreError) -> Stamp {
             let time = try reader.readFixed()

@@ -109,3 +109,27 @@ package struct LogReader {
         }
     }
 }
+
+extension LogReader {
+    /// Reads a name table: a count, then each name.
+    package mutating func readNames() throws(RecordStoreError) -> [String] {
+        let count = try readCount()
+        var names: [String] = []
+        names.reserveCapacity(count)
+        for _ in 0..<count { names.append(try readString()) }
+        return names
+    }
+
+    /// Reads an index into `names`.
+    package mutating func readName(in names: [String]) throws(RecordStoreError) -> String {
+        let index = try readVarint()
+        guard index < UInt64(names.count) else { throw LogReader.corrupt("a name index past the names") }
+        return names[Int(index)]
+    }
+
+    /// Reads an object as its entity's index into `names` and its UUID.
+    package mutating func readObject(in names: [String]) throws(RecordStoreError) -> ManagedObjectID {
+        let entity = try readName(in: names)
+        return ManagedObjectID(entityName: entity, uuid: try readUUID())
+    }
+}

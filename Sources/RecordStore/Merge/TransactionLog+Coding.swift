@@ -76,18 +76,10 @@ extension TransactionLog {
     package init(decoding bytes: [UInt8]) throws(RecordStoreError) {
         var reader = try Self.verifiedReader(bytes)
         let header = try Self.readHeader(&reader)
-        let nameCount = try reader.readCount()
-        var names: [String] = []
-        names.reserveCapacity(nameCount)
-        for _ in 0..<nameCount { names.append(try reader.readString()) }
-        func name(_ reader: inout LogReader) throws(RecordStoreError) -> String {
-            let index = try reader.readVarint()
-            guard index < UInt64(names.count) else { throw LogReader.corrupt("a name index past the names") }
-            return names[Int(index)]
-        }
+        let names = try reader.readNames()
+        func name(_ reader: inout LogReader) throws(RecordStoreError) -> String { try reader.readName(in: names) }
         func object(_ reader: inout LogReader) throws(RecordStoreError) -> ManagedObjectID {
-            let entity = try name(&reader)
-            return ManagedObjectID(entityName: entity, uuid: try reader.readUUID())
+            try reader.readObject(in: names)
         }
         let changeCount = try reader.readCount(minimumSize: 20)
         var changes: [ObjectChange] = []
