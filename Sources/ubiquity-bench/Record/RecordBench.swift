@@ -19,6 +19,16 @@ enum RecordBench {
         return options
     }
 
+    /// Where a round's store lives in `folder`: `ubiquitous.sqlite` with its content folder, or `local.sqlite`.
+    static func place(ubiquitous: Bool, in folder: URL) -> (store: URL, content: URL?) {
+        ubiquitous
+            ? (
+                folder.appendingPathComponent("ubiquitous.sqlite"),
+                folder.appendingPathComponent("content", isDirectory: true)
+            )
+            : (folder.appendingPathComponent("local.sqlite"), nil)
+    }
+
     /// A coordinator with one SQLite store at `url`: ubiquitous, with its logs under `content`, or local.
     static func coordinator(store url: URL, content: URL?) throws -> PersistentStoreCoordinator {
         let coordinator = PersistentStoreCoordinator(managedObjectModel: RecordBenchModel.model)

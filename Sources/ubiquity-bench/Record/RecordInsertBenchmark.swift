@@ -52,14 +52,11 @@ enum RecordInsertBenchmark {
         Duration, Duration
     ) {
         switch variant {
-        case .ubiquitous:
-            try record(
-                values, store: folder.appendingPathComponent("ubiquitous.sqlite"),
-                content: folder.appendingPathComponent("content", isDirectory: true))
-        case .local:
-            try record(values, store: folder.appendingPathComponent("local.sqlite"), content: nil)
+        case .ubiquitous, .local:
+            let place = RecordBench.place(ubiquitous: variant == .ubiquitous, in: folder)
+            return try record(values, store: place.store, content: place.content)
         case .grdb:
-            try grdb(values, at: folder.appendingPathComponent("grdb.sqlite"))
+            return try grdb(values, at: folder.appendingPathComponent("grdb.sqlite"))
         }
     }
 

@@ -57,16 +57,13 @@ enum RecordSavesBenchmark {
     /// Runs `variant` once in `folder`: the time of one save (or transaction) per value.
     private static func measure(_ variant: Variant, _ values: [ItemValues], in folder: URL) throws -> Duration {
         switch variant {
-        case .ubiquitous:
-            try record(
-                values, store: folder.appendingPathComponent("ubiquitous.sqlite"),
-                content: folder.appendingPathComponent("content", isDirectory: true))
-        case .local:
-            try record(values, store: folder.appendingPathComponent("local.sqlite"), content: nil)
+        case .ubiquitous, .local:
+            let place = RecordBench.place(ubiquitous: variant == .ubiquitous, in: folder)
+            return try record(values, store: place.store, content: place.content)
         case .grdb:
-            try grdb(values, at: folder.appendingPathComponent("grdb.sqlite"), synchronous: .full)
+            return try grdb(values, at: folder.appendingPathComponent("grdb.sqlite"), synchronous: .full)
         case .grdbNormal:
-            try grdb(values, at: folder.appendingPathComponent("grdb-normal.sqlite"), synchronous: .normal)
+            return try grdb(values, at: folder.appendingPathComponent("grdb-normal.sqlite"), synchronous: .normal)
         }
     }
 
