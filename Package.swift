@@ -226,6 +226,7 @@ let package = Package(
                 "ChildProcess", "RecordStore", "record-store-test-helper", "SyncEngine", "SyncSimulation",
                 "UbiquityKit",
                 "UbiquityProtocol", "UbiquityTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

@@ -51,7 +51,8 @@ public struct ManagedObjectID: Sendable, Hashable, Comparable, CustomStringConve
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
         if lhs.entityName != rhs.entityName { return lhs.entityName < rhs.entityName }
-        return lhs.uuid.uuidString < rhs.uuid.uuidString
+        // Byte order, the order of the uppercase text too, without formatting either.
+        return lhs.uuid.isOrdered(before: rhs.uuid)
     }
 
     public var description: String { "\(entityName)/\(uuid.uuidString)\(isTemporaryID ? " (temporary)" : "")" }

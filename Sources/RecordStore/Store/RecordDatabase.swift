@@ -33,7 +33,10 @@ final class RecordDatabase: Sendable {
                 // A commit must survive a power loss once its log may be in the container: in WAL mode GRDB's
                 // NORMAL would let a committed save (and its sequence number) vanish after its log was written.
                 configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-                writer = try DatabasePool(path: url.path, configuration: configuration)
+                let pool = try DatabasePool(path: url.path, configuration: configuration)
+                // Set again on the writer once the pool is open: the pool sets NORMAL there after preparing it.
+                try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+                writer = pool
             } else {
                 writer = try DatabaseQueue()
             }

@@ -280,7 +280,8 @@ extension UUID {
 
     /// The UUID of 16 bytes (the caller checks the count).
     init(_ data: Data) {
-        var uuid = UUID().uuid
+        // Not `UUID().uuid`: on Linux a new UUID reads the system's random source, once for every row read.
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         withUnsafeMutableBytes(of: &uuid) { _ = data.copyBytes(to: $0) }
         self.init(uuid: uuid)
     }
