@@ -87,8 +87,8 @@ enum Compaction {
         let devices = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
         for name in devices where name != store.identifier && UUID(uuidString: name) != nil {
             let file = folder.appendingPathComponent(name, isDirectory: true).appendingPathComponent(progressFileName)
-            let theirs = (try? String(contentsOf: file, encoding: .utf8)).map(parseProgress) ?? [:]
-            needed = min(needed, theirs[UUID(uuidString: store.identifier)!] ?? 0)
+            let theirs = readProgress(file)
+            needed = min(needed, theirs[store.database.replica] ?? 0)
         }
         let removable = min(needed, baselineSequence)
         for file in files {
@@ -102,6 +102,19 @@ enum Compaction {
     static func progress(_ coverage: [UUID: UInt64]) -> [UInt8] {
         let lines = coverage.sorted { $0.key.isOrdered(before: $1.key) }.map { "\($0.key.uuidString) \($0.value)\n" }
         return Array(lines.joined().utf8)
+    }
+
+    /// The largest progress file read: a line per device is far less. A larger one, or one that cannot be read,
+    /// counts as holding nothing of this store's logs, which keeps them.
+    static let maximumProgressSize = 1 << 20
+
+    /// Reads another device's progress file (see ``maximumProgressSize`` and ``parseProgress(_:)``).
+    static func readProgress(_ url: URL) -> [UUID: UInt64] {
+        guard let handle = try? FileHandle(forReadingFrom: url) else { return [:] }
+        defer { try? handle.close() }
+        guard let data = try? handle.read(upToCount: maximumProgressSize + 1), data.count <= maximumProgressSize
+        else { return [:] }
+        return parseProgress(String(decoding: data, as: UTF8.self))
     }
 
     /// Reads a progress file; lines that are not a device and a number are ignored (a device then counts as holding

@@ -54,7 +54,7 @@ extension MergeTarget {
         for key in baseline.state.links.keys {
             try model.check(ObjectChange(id: key.source, linksAdded: [ObjectChange.Link(key.relationship, key.target)]))
         }
-        var changes = MergeChanges()
+        var wasLive: [ManagedObjectID: Bool] = [:]
         var updated: Set<ManagedObjectID> = []
         for (id, incoming) in baseline.state.objects {
             let before = try record(id)
@@ -70,9 +70,7 @@ extension MergeTarget {
             }
             guard merged != before else { continue }
             try setRecord(merged, for: id)
-            let wasLive = before?.isLive ?? false
-            if merged.isLive && !wasLive { changes.inserted.insert(id) }
-            if wasLive && !merged.isLive { changes.deleted.insert(id) }
+            wasLive[id] = before?.isLive ?? false
         }
         for (key, incoming) in baseline.state.links {
             var register = try link(key)
@@ -85,10 +83,7 @@ extension MergeTarget {
                 updated.insert(key.target)
             }
         }
-        for id in updated where !changes.inserted.contains(id) && !changes.deleted.contains(id) {
-            if try record(id)?.isLive == true { changes.updated.insert(id) }
-        }
-        return changes
+        return try changes(wasLive: wasLive, updated: updated)
     }
 }
 

@@ -63,6 +63,12 @@ extension MergeTarget {
                 }
             }
         }
+        return try changes(wasLive: wasLive, updated: updated)
+    }
+
+    /// What a merge changed as an app sees it: objects that came to exist or ceased to, of those whose liveness
+    /// `wasLive` holds from before; and of `updated`, the others that exist.
+    package func changes(wasLive: [ManagedObjectID: Bool], updated: Set<ManagedObjectID>) throws -> MergeChanges {
         var changes = MergeChanges()
         for (id, wasLive) in wasLive {
             let isLive = try record(id)?.isLive ?? false

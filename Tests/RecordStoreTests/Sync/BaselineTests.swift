@@ -105,6 +105,37 @@ struct BaselineTests {
         }
     }
 
+    @Test("another device's oversized or garbled progress counts as holding nothing: the logs stay")
+    func hostileProgressKeepsLogs() throws {
+        try withTemporaryFolder { folder in
+            let content = folder.appendingPathComponent("TransactionLogs", isDirectory: true)
+            let a = try StoreFixture(in: folder, name: "a", content: content, baselineThreshold: 2)
+            let grocery = content.appendingPathComponent("Grocery", isDirectory: true)
+            // Two strangers: one claims in an oversized file to hold all of A's logs, one writes garbage.
+            let claim = "\(a.store.identifier) 1000\n"
+            for (index, text) in [
+                claim + String(repeating: "x", count: Compaction.maximumProgressSize), "\u{0}garbage 12",
+            ]
+            .enumerated() {
+                let stranger = grocery.appendingPathComponent(UUID().uuidString, isDirectory: true)
+                try FileManager.default.createDirectory(at: stranger, withIntermediateDirectories: true)
+                try Data(text.utf8).write(to: stranger.appendingPathComponent("progress"))
+                #expect(Compaction.readProgress(stranger.appendingPathComponent("progress")).isEmpty, "file \(index)")
+            }
+            let context = a.context()
+            try withExtendedLifetime(context) {
+                for title in ["Milk", "Bread", "Eggs"] {
+                    Item(context: context).title = title
+                    try context.save()
+                }
+            }
+            let own = grocery.appendingPathComponent(a.store.identifier, isDirectory: true)
+            let names = try files(in: own)
+            #expect(names.contains("base-000000000002.base"), "a baseline was written")
+            #expect(names.filter { $0.hasSuffix(".log") }.count == 3, "no log removed: \(names)")
+        }
+    }
+
     @Test("a baseline's bytes read back as the same baseline; altered bytes are refused")
     func baselineCoding() throws {
         try withTemporaryFolder { folder in
