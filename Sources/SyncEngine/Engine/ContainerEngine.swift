@@ -26,6 +26,8 @@ public struct ContainerEngine: Service {
     public var pollInterval: Duration = .seconds(30)
     /// The longest wait before retrying a failed round (default 30 s).
     public var maximumBackoff: Duration = .seconds(30)
+    /// How often the whole folder is scanned when file-system events are unavailable (default 2 s).
+    public var unwatchedScanInterval: Duration = .seconds(2)
     /// The clock polling and backoff wait on (the continuous clock; tests hand in one they move themselves).
     public let clock: any Clock<Duration>
     let logger: Logger
@@ -66,24 +68,37 @@ public struct ContainerEngine: Service {
         // What the next round scans: everything at start (the start-up scan) and after each poll; otherwise the
         // paths file-system events named since the last round (none for a round the service's push asked for).
         let pending = PendingScope()
-        let watcher = try ContainerWatcher(folder: sync.layout.folder) { scope in
-            pending.add(scope)
-            trigger.yield()
+        // Without file-system events (inotify unavailable: its per-user limit reached, say) the engine still syncs,
+        // finding local changes by a scan every ``unwatchedScanInterval`` instead.
+        let watcher: ContainerWatcher?
+        do {
+            watcher = try ContainerWatcher(folder: sync.layout.folder) { scope in
+                pending.add(scope)
+                trigger.yield()
+            }
+        } catch {
+            logger.error(
+                "file-system events are unavailable; local changes are found by a scan every \(unwatchedScanInterval)",
+                metadata: ["error": "\(error)", "folder": "\(sync.layout.folder.path)"])
+            watcher = nil
         }
-        defer { watcher.stop() }
+        defer { watcher?.stop() }
         // Other processes reach the engine through its socket, bound only now that the lock is held.
         let socket = try await EngineSocketServer.bind(serving: sync, logger: logger)
         // A graceful shutdown cancels everything, a round under way included (it may be waiting on an unreachable
         // service): every step of a round is its own transaction, so a cancelled round loses nothing.
         await cancelWhenGracefulShutdown {
-            await serve(socket: socket, pending: pending, triggers: triggers, trigger: trigger)
+            await serve(
+                socket: socket, pending: pending, triggers: triggers, trigger: trigger,
+                scanEvery: watcher == nil ? min(pollInterval, unwatchedScanInterval) : pollInterval)
         }
     }
 
-    /// Serves the socket, listens to push and local key-value writes, polls, and runs the rounds they ask for.
+    /// Serves the socket, listens to push and local key-value writes, scans everything every `interval`, and runs the
+    /// rounds they ask for.
     private func serve(
         socket: EngineSocketServer, pending: PendingScope, triggers: AsyncStream<Void>,
-        trigger: AsyncStream<Void>.Continuation
+        trigger: AsyncStream<Void>.Continuation, scanEvery interval: Duration
     ) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -112,7 +127,7 @@ public struct ContainerEngine: Service {
             }
             group.addTask {
                 while !Task.isCancelled {
-                    guard (try? await clock.sleep(for: pollInterval)) != nil else { return }
+                    guard (try? await clock.sleep(for: interval)) != nil else { return }
                     pending.add(.everything)
                     trigger.yield()
                 }
