@@ -156,7 +156,12 @@ public final class EngineHistory: @unchecked Sendable {
         }
     }
 
-    deinit { try? FileManager.default.removeItem(at: root) }
+    /// The engines still running let their locks go: a task a history left suspended (a request never delivered)
+    /// keeps its engine alive, and with it the lock file's descriptor.
+    deinit {
+        for device in devices { device.engine?.sync.releaseLock() }
+        try? FileManager.default.removeItem(at: root)
+    }
 
     func log(_ line: String) { trace.append("[\(trace.count)] " + line) }
 
@@ -395,5 +400,6 @@ public final class EngineHistory: @unchecked Sendable {
 
 /// Where a disk's and network's hooks find the engine they belong to, once it is made.
 final class EngineHolder: @unchecked Sendable {
-    var engine: EngineHistory.Engine?
+    /// Weak: the engine's disk holds its holder.
+    weak var engine: EngineHistory.Engine?
 }
