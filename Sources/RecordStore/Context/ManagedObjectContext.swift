@@ -429,3 +429,14 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     public var description: String { "<ManagedObjectContext \(storedName ?? "") \(concurrencyType)>" }
 }
+
+extension EntityDescription {
+    /// Creates an object of the entity named `entityName` in `context`, under the name Core Data gives it
+    /// (`NSEntityDescription.insertNewObject(forEntityName:into:)`); the same as
+    /// ``ManagedObjectContext/insertNewObject(forEntityName:into:)``.
+    public static func insertNewObject(forEntityName entityName: String, into context: ManagedObjectContext)
+        -> ManagedObject
+    {
+        ManagedObjectContext.insertNewObject(forEntityName: entityName, into: context)
+    }
+}

@@ -172,15 +172,16 @@ extension PersistentStoreCoordinator {
         post(StoreTransition(phase: .didChange, type: .contentRemoved, added: added, removed: gone))
     }
 
-    /// Moves a store's files (the database and its WAL and shared-memory files) to `Removed/<date>/` beside it.
+    /// Moves a store's files (the database, its WAL and shared-memory files, and the folder of its large values) to
+    /// `Removed/<date>/` beside it.
     private static func setAside(_ url: URL) throws(RecordStoreError) {
         let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "-")
         let aside = url.deletingLastPathComponent().appendingPathComponent("Removed", isDirectory: true)
             .appendingPathComponent("\(stamp)-\(UUID().uuidString.prefix(8))", isDirectory: true)
         do {
             try FileManager.default.createDirectory(at: aside, withIntermediateDirectories: true)
-            for suffix in ["", "-wal", "-shm"] {
-                let file = URL(fileURLWithPath: url.path + suffix)
+            let support = ExternalData(storeURL: url).folder.deletingLastPathComponent()
+            for file in ["", "-wal", "-shm"].map({ URL(fileURLWithPath: url.path + $0) }) + [support] {
                 guard FileManager.default.fileExists(atPath: file.path) else { continue }
                 try FileManager.default.moveItem(at: file, to: aside.appendingPathComponent(file.lastPathComponent))
             }

@@ -17,6 +17,8 @@ final class RecordDatabase: Sendable {
     private let exporting = Mutex(())
     /// The device this store saves as.
     let replica: UUID
+    /// Where large values live (``ExternalData``); `nil` in memory.
+    let external: ExternalData?
 
     /// Opens (creating and migrating as needed) the database at `url`, or a new one in memory when `url` is `nil`.
     /// - Throws: ``RecordStoreError/Code/invalidModel`` for a model with problems; ``RecordStoreError/Code/newerModel``
@@ -26,6 +28,8 @@ final class RecordDatabase: Sendable {
         try model.validate()
         let schema = StoreSchema(model: model)
         self.schema = schema
+        let external = url.map(ExternalData.init(storeURL:))
+        self.external = external
         do {
             if let url {
                 var configuration = Configuration()
@@ -54,7 +58,7 @@ final class RecordDatabase: Sendable {
                             device BLOB NOT NULL, sequence INTEGER NOT NULL, version INTEGER NOT NULL,
                             log BLOB NOT NULL, PRIMARY KEY (device, sequence));
                         """)
-                let access = StoreAccess(db: db, schema: schema)
+                let access = StoreAccess(db: db, schema: schema, external: external)
                 let stored = try access.integerMeta("modelVersion")
                 guard stored <= Int64(model.version) else {
                     throw RecordStoreError(
@@ -89,7 +93,7 @@ final class RecordDatabase: Sendable {
     func write<T>(_ body: (inout StoreAccess) throws -> T) throws(RecordStoreError) -> T {
         try wrapped {
             try writer.write { db in
-                var access = StoreAccess(db: db, schema: schema)
+                var access = StoreAccess(db: db, schema: schema, external: external)
                 return try body(&access)
             }
         }
@@ -97,7 +101,7 @@ final class RecordDatabase: Sendable {
 
     /// Runs `body` on a snapshot of the committed database.
     func read<T>(_ body: (StoreAccess) throws -> T) throws(RecordStoreError) -> T {
-        try wrapped { try writer.read { db in try body(StoreAccess(db: db, schema: schema)) } }
+        try wrapped { try writer.read { db in try body(StoreAccess(db: db, schema: schema, external: external)) } }
     }
 
     private func wrapped<T>(_ body: () throws -> T) throws(RecordStoreError) -> T {

@@ -6,6 +6,8 @@ import GRDB
 struct StoreAccess {
     let db: Database
     let schema: StoreSchema
+    /// Where large values live; `nil` for a store in memory, which keeps them in its database.
+    var external: ExternalData? = nil
 
     var model: ManagedObjectModel { schema.model }
 }
@@ -17,12 +19,16 @@ extension StoreAccess: MergeTarget {
         let table = try schema.table(id.entityName)
         let statement = try db.cachedStatement(sql: table.selectSQL)
         guard let row = try Row.fetchOne(statement, arguments: [id.uuid.data]) else { return nil }
-        return try table.record(from: row)
+        return try table.record(from: row, external: external)
     }
 
     mutating func setRecord(_ record: ObjectRecord, for id: ManagedObjectID) throws {
         let table = try schema.table(id.entityName)
-        try db.cachedStatement(sql: table.upsertSQL).execute(arguments: table.arguments(for: record, id: id))
+        // The files the row referred to go once nothing refers to them after this transaction.
+        let replaced = external == nil ? [] : try table.externalReferences(of: id, in: db)
+        let arguments = try table.arguments(for: record, id: id, external: external)
+        try db.cachedStatement(sql: table.upsertSQL).execute(arguments: arguments)
+        external?.removeAfterCommit(replaced, in: db, schema: schema)
     }
 
     func link(_ key: LinkKey) throws -> Register<Bool>? {
@@ -84,7 +90,8 @@ extension StoreAccess {
         var snapshots: [(ManagedObjectID, ObjectSnapshot)] = []
         while let row = try rows.next() {
             let id = ManagedObjectID(entityName: entity, uuid: UUID(row[0] as Data))
-            snapshots.append((id, try snapshot(of: table.record(from: row, offset: 1), entity: table)))
+            snapshots.append(
+                (id, try snapshot(of: table.record(from: row, offset: 1, external: external), entity: table)))
         }
         return snapshots
     }
@@ -143,7 +150,7 @@ extension StoreAccess {
             let sql =
                 "SELECT id, \(table.recordColumns) FROM \(table.name) WHERE \"r_\(relationship)\" = ? AND _live = 1"
             for row in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: [id.uuid.data]) {
-                let record = try table.record(from: row, offset: 1)
+                let record = try table.record(from: row, offset: 1, external: external)
                 guard let register = record.values[relationship], register.value == .object(id) else { continue }
                 pointing.append((register.stamp, ManagedObjectID(entityName: entity, uuid: UUID(row[0] as Data))))
             }
@@ -276,7 +283,7 @@ extension StoreAccess {
             let rows = try Row.fetchCursor(db, sql: "SELECT id, \(table.recordColumns) FROM \(table.name)")
             while let row = try rows.next() {
                 let id = ManagedObjectID(entityName: entity.name, uuid: UUID(row[0] as Data))
-                state.objects[id] = try table.record(from: row, offset: 1)
+                state.objects[id] = try table.record(from: row, offset: 1, external: external)
             }
             for relationship in table.linkRelationships {
                 guard let description = entity.relationshipsByName[relationship] else { continue }

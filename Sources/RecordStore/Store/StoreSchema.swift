@@ -30,6 +30,11 @@ struct StoreSchema: Sendable {
         return table
     }
 
+    /// Every column that may refer to a file of ``ExternalData``: its table's quoted name and its name.
+    var externalColumns: [(table: String, column: String)] {
+        tables.values.flatMap { table in table.columns.filter(\.isExternal).map { (table.name, $0.column) } }
+    }
+
     /// The table of the links `relationship` of `entity` stores.
     static func linkTable(_ entity: String, _ relationship: String) -> String { "\"l_\(entity).\(relationship)\"" }
 
@@ -92,6 +97,8 @@ struct EntityTable: Sendable {
         /// The attribute's type, or `nil` for a to-one register.
         let type: AttributeType?
         let destination: String
+        /// Whether large values may be kept in files of their own (``ExternalData``).
+        var isExternal = false
 
         var isObject: Bool { type == nil }
     }
@@ -100,7 +107,9 @@ struct EntityTable: Sendable {
         self.entity = entity
         self.name = "\"e_\(entity.name)\""
         var columns = entity.attributes.map {
-            PropertyColumn(property: $0.name, column: "a_\($0.name)", type: $0.type, destination: "")
+            PropertyColumn(
+                property: $0.name, column: "a_\($0.name)", type: $0.type, destination: "",
+                isExternal: $0.type == .binaryData && $0.allowsExternalBinaryDataStorage)
         }
         var links: [String] = []
         for relationship in entity.relationships {
@@ -125,6 +134,18 @@ struct EntityTable: Sendable {
             + "VALUES (?, ?, ?, ?, ?\(String(repeating: ", ?", count: columns.count)))"
     }
 
+    /// The references to files that the columns allowing them hold for `id`.
+    func externalReferences(of id: ManagedObjectID, in db: Database) throws -> Set<String> {
+        var references: Set<String> = []
+        for column in columns where column.isExternal {
+            let sql = "SELECT \"\(column.column)\" FROM \(name) WHERE id = ? AND typeof(\"\(column.column)\") = 'text'"
+            if let reference = try String.fetchOne(db, sql: sql, arguments: [id.uuid.data]) {
+                references.insert(reference)
+            }
+        }
+        return references
+    }
+
     /// The select list that ``record(from:)`` reads, for statements of other shapes.
     var recordColumns: String {
         "_live, _etime, _edevice, _stamps" + columns.map { ", \"\($0.column)\"" }.joined()
@@ -132,7 +153,8 @@ struct EntityTable: Sendable {
 
     /// Reads a record from a row of ``selectSQL`` (or any row whose first columns are ``recordColumns``,
     /// starting at `offset`).
-    func record(from row: Row, offset: Int = 0) throws(RecordStoreError) -> ObjectRecord {
+    func record(from row: Row, offset: Int = 0, external: ExternalData? = nil) throws(RecordStoreError) -> ObjectRecord
+    {
         var record = ObjectRecord()
         let live: Int64? = row[offset]
         if let live {
@@ -146,14 +168,24 @@ struct EntityTable: Sendable {
             guard let index = columnIndex[property] else { continue }
             let column = columns[index]
             let stored: DatabaseValue = row[offset + 4 + index]
-            let value = try column.value(from: stored, entity: entity.name)
+            let value: RecordValue
+            if column.isExternal, let external, case .string(let reference) = stored.storage,
+                reference.hasPrefix(ExternalData.referencePrefix)
+            {
+                value = .data(try external.load(reference, for: "\(entity.name).\(property)"))
+            } else {
+                value = try column.value(from: stored, entity: entity.name)
+            }
             record.values[property] = Register(value, stamp: stamp)
         }
         return record
     }
 
     /// The arguments of ``upsertSQL`` for `record`.
-    func arguments(for record: ObjectRecord, id: ManagedObjectID) -> StatementArguments {
+    /// A large value of a column that allows it goes to a file of `external`'s, and the column refers to it.
+    func arguments(for record: ObjectRecord, id: ManagedObjectID, external: ExternalData? = nil)
+        throws(RecordStoreError) -> StatementArguments
+    {
         var values: [(any DatabaseValueConvertible)?] = [id.uuid.data]
         if let existence = record.existence {
             values += [existence.value ? 1 : 0, Int64(bitPattern: existence.stamp.time), existence.stamp.device.data]
@@ -161,7 +193,16 @@ struct EntityTable: Sendable {
             values += [nil, nil, nil]
         }
         values.append(StampList.encode(record.values))
-        for column in columns { values.append(column.databaseValue(record.values[column.property]?.value ?? .null)) }
+        for column in columns {
+            let value = record.values[column.property]?.value ?? .null
+            if column.isExternal, let external, case .data(let data) = value,
+                data.count > AttributeDescription.externalStorageThreshold
+            {
+                values.append(try external.store(data))
+            } else {
+                values.append(column.databaseValue(value))
+            }
+        }
         return StatementArguments(values)
     }
 }
