@@ -86,12 +86,11 @@ extension StoreAccess {
     func liveSnapshots(of entity: String) throws -> [(ManagedObjectID, ObjectSnapshot)] {
         let table = try schema.table(entity)
         let rows = try Row.fetchCursor(
-            db.cachedStatement(sql: "SELECT id, \(table.recordColumns) FROM \(table.name) WHERE _live = 1"))
+            db.cachedStatement(sql: "SELECT id, \(table.snapshotColumns) FROM \(table.name) WHERE _live = 1"))
         var snapshots: [(ManagedObjectID, ObjectSnapshot)] = []
         while let row = try rows.next() {
             let id = ManagedObjectID(entityName: entity, uuid: UUID(row[0] as Data))
-            snapshots.append(
-                (id, try snapshot(of: table.record(from: row, offset: 1, external: external), entity: table)))
+            snapshots.append((id, try table.snapshot(from: row, offset: 1, external: external)))
         }
         return snapshots
     }

@@ -86,6 +86,8 @@ struct EntityTable: Sendable {
     /// The attribute and to-one register columns, in the order of the statements' arguments.
     let columns: [PropertyColumn]
     let columnIndex: [String: Int]
+    /// Each column's value when its property was never set: the attribute's default, nothing for a to-one.
+    let defaults: [RecordValue]
     /// The to-manys stored as links from this entity.
     let linkRelationships: [String]
     let selectSQL: String
@@ -124,6 +126,8 @@ struct EntityTable: Sendable {
             }
         }
         self.columns = columns
+        let attributes = Dictionary(uniqueKeysWithValues: entity.attributes.map { ($0.name, $0) })
+        self.defaults = columns.map { attributes[$0.property]?.defaultValue ?? .null }
         self.columnIndex = Dictionary(uniqueKeysWithValues: columns.enumerated().map { ($1.property, $0) })
         self.linkRelationships = links
         let names = columns.map { "\"\($0.column)\"" }
@@ -132,6 +136,39 @@ struct EntityTable: Sendable {
         self.upsertSQL =
             "INSERT OR REPLACE INTO \(name) (id, _live, _etime, _edevice, _stamps\(names.map { ", " + $0 }.joined())) "
             + "VALUES (?, ?, ?, ?, ?\(String(repeating: ", ?", count: columns.count)))"
+    }
+
+    /// The select list of ``snapshot(from:offset:external:)``: the stamps, then every column.
+    var snapshotColumns: String { "_stamps" + columns.map { ", \"\($0.column)\"" }.joined() }
+
+    /// Reads an app's view of an object from a row of ``snapshotColumns`` starting at `offset`: each property's
+    /// value, an attribute never set at its default. The stamps are decoded only when that question arises (an empty
+    /// column of an attribute with a default: never set, or set to nothing), which a fetch of many rows rarely asks.
+    func snapshot(from row: Row, offset: Int = 0, external: ExternalData? = nil) throws(RecordStoreError)
+        -> ObjectSnapshot
+    {
+        var values = [String: RecordValue](minimumCapacity: columns.count)
+        var unsure: [Int] = []
+        for (index, column) in columns.enumerated() {
+            let stored: DatabaseValue = row[offset + 1 + index]
+            if stored.isNull {
+                values[column.property] = .null
+                if !defaults[index].isNull { unsure.append(index) }
+            } else if column.isExternal, let external, case .string(let reference) = stored.storage,
+                reference.hasPrefix(ExternalData.referencePrefix)
+            {
+                values[column.property] = .data(try external.load(reference, for: "\(entity.name).\(column.property)"))
+            } else {
+                values[column.property] = try column.value(from: stored, entity: entity.name)
+            }
+        }
+        if !unsure.isEmpty {
+            let stamped = Set(try StampList.decode(row[offset] as Data).map(\.0))
+            for index in unsure where !stamped.contains(columns[index].property) {
+                values[columns[index].property] = defaults[index]
+            }
+        }
+        return ObjectSnapshot(values: values)
     }
 
     /// The references to files that the columns allowing them hold for `id`.

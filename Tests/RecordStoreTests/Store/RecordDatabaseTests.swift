@@ -169,6 +169,40 @@ struct RecordDatabaseTests {
         }
     }
 
+    @Test("an attribute never set reads as its default, one set to nothing as nothing, one by one and in a fetch")
+    func defaultsAndNothing() throws {
+        let entity = EntityDescription(
+            name: "Counter",
+            attributes: [
+                AttributeDescription(name: "count", type: .integer64, isOptional: true, defaultValue: .integer(5)),
+                AttributeDescription(name: "label", type: .string, isOptional: true),
+            ])
+        let model = ManagedObjectModel(entities: [entity])
+        try withTemporaryFolder { folder in
+            let database = try RecordDatabase(url: folder.appendingPathComponent("store.sqlite"), model: model)
+            let unset = ManagedObjectID(entityName: "Counter", uuid: UUID())
+            let emptied = ManagedObjectID(entityName: "Counter", uuid: UUID())
+            _ = try database.write { access in
+                try access.save(
+                    [
+                        ObjectChange(id: unset, existence: true, values: ["label": .string("unset")]),
+                        ObjectChange(id: emptied, existence: true, values: ["count": .null, "label": .null]),
+                    ], physicalMilliseconds: 9)
+            }
+            try database.read { access in
+                let fetched = Dictionary(uniqueKeysWithValues: try access.liveSnapshots(of: "Counter"))
+                let one: [ManagedObjectID: ObjectSnapshot?] = [
+                    unset: try access.snapshot(unset), emptied: try access.snapshot(emptied),
+                ]
+                let views: [[ManagedObjectID: ObjectSnapshot?]] = [fetched.mapValues { $0 }, one]
+                for snapshots in views {
+                    #expect(snapshots[unset]??.values == ["count": .integer(5), "label": .string("unset")])
+                    #expect(snapshots[emptied]??.values == ["count": .null, "label": .null])
+                }
+            }
+        }
+    }
+
     @Test("a store restored from before its last save never reuses the number of a log already written")
     func sequenceNeverReused() throws {
         try withTemporaryFolder { folder in
