@@ -43,17 +43,21 @@ extension ManagedObjectContext {
     public func fetch<Result: ManagedObject>(_ request: FetchRequest<Result>) throws -> [Result] {
         let matching = try locked { () throws -> [Result] in
             let entity = try entity(of: request)
-            var objects: [Result] = []
-            var seen: Set<ManagedObjectID> = []
             let snapshots = try database().read { try $0.liveSnapshots(of: entity.name) }
+            var objects: [Result] = []
+            objects.reserveCapacity(snapshots.count)
+            registered.reserveCapacity(registered.count + snapshots.count)
+            // The store's objects, told apart from inserted ones only when some are pending.
+            let insertedHere = request.includesPendingChanges && pending.contains { $0.state == .inserted }
+            var seen: Set<ManagedObjectID> = []
             for (id, snapshot) in snapshots {
                 let object = registeredObject(id)
                 if object.snapshot == nil { object.snapshot = snapshot }
-                seen.insert(id)
+                if insertedHere { seen.insert(id) }
                 if request.includesPendingChanges, object.state == .deleted || object.state == .gone { continue }
                 if let object = object as? Result { objects.append(object) }
             }
-            if request.includesPendingChanges {
+            if insertedHere {
                 for object in pending where object.state == .inserted && object.entity === entity {
                     if !seen.contains(object.objectID), let object = object as? Result { objects.append(object) }
                 }

@@ -58,30 +58,50 @@ enum Compaction {
         return baselines
     }
 
+    /// What a store's passes remember of its folder between them, so that a save does not list it: the progress
+    /// last written and the newest baseline (`nil` until the first pass has looked).
+    struct Memory {
+        var progress: [UInt8]?
+        var newestBaseline: UInt64?
+    }
+
     /// After a save or an import: writes the store's progress, a baseline when enough saves came since the last
-    /// one, and removes this store's files no device needs.
-    static func run(store: PersistentStore, folder: URL, threshold: Int) throws(RecordStoreError) {
+    /// one, and removes this store's files no device needs (after a save, only when it wrote a baseline).
+    static func run(
+        store: PersistentStore, folder: URL, threshold: Int, memory: inout Memory, afterSave: Bool
+    ) throws(RecordStoreError) {
         let own = folder.appendingPathComponent(store.identifier, isDirectory: true)
         let (coverage, saved) = try store.database.read { access in
             (try access.coverage(), UInt64(try access.integerMeta("sequence")))
         }
-        var files = (try? FileManager.default.contentsOfDirectory(atPath: own.path)) ?? []
         // Written only when it changed: each write reaches every other device, whose import it starts.
         // Of the other devices only: what this store holds of its own logs no one asks, and it moves with every save.
         let progressFile = own.appendingPathComponent(progressFileName)
         var others = coverage
         others[store.database.replica] = nil
         let progress = progress(others)
-        if (try? Data(contentsOf: progressFile)) != Data(progress) { try write(progress, to: progressFile) }
-        let newestBaseline = files.compactMap { sequence(ofFile: $0) }.filter(\.isBaseline).map(\.sequence).max() ?? 0
-        var baselineSequence = newestBaseline
-        if saved >= newestBaseline + UInt64(max(threshold, 1)) {
+        if memory.progress != progress {
+            if (try? Data(contentsOf: progressFile)) != Data(progress) { try write(progress, to: progressFile) }
+            memory.progress = progress
+        }
+        let known = memory.newestBaseline != nil
+        var files: [String] = []
+        func list() { files = (try? FileManager.default.contentsOfDirectory(atPath: own.path)) ?? [] }
+        if !known {
+            list()
+            memory.newestBaseline =
+                files.compactMap { sequence(ofFile: $0) }.filter(\.isBaseline).map(\.sequence).max() ?? 0
+        }
+        var baselineSequence = memory.newestBaseline ?? 0
+        let wroteBaseline = saved >= baselineSequence + UInt64(max(threshold, 1))
+        if wroteBaseline {
             let baseline = try store.database.read { access in try access.baseline() }
             try write(baseline.encoded(), to: own.appendingPathComponent(baselineFileName(baseline.sequence)))
             baselineSequence = baseline.sequence
-            files = (try? FileManager.default.contentsOfDirectory(atPath: own.path)) ?? []
+            memory.newestBaseline = baselineSequence
         }
-        guard baselineSequence > 0 else { return }
+        guard baselineSequence > 0, !afterSave || wroteBaseline || !known else { return }
+        if known || wroteBaseline { list() }
         // What every other device known to the content holds of this store's logs.
         var needed = UInt64.max
         let devices = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []

@@ -46,7 +46,7 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     /// For such a store: the account it belongs to; `nil` for the one used while signed out.
     let account: UbiquityIdentityToken?
     private let logger = Logger(label: "RecordStore.PersistentStore")
-    private let compacting = Mutex(())
+    private let compacting = Mutex(Compaction.Memory())
 
     init(
         type: StoreType, url: URL?, options: [String: any Sendable], model: ManagedObjectModel,
@@ -106,10 +106,13 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
 
     /// Writes the store's progress, a baseline when one is due, and removes its files no device needs, one pass at a
     /// time: a save and an import finishing together would otherwise write the same files at once.
-    func compact() throws(RecordStoreError) {
+    /// After a save (`afterSave`), files are looked for only when a baseline was written: what may be removed depends
+    /// on the other devices' progress, which only an import brings.
+    func compact(afterSave: Bool = false) throws(RecordStoreError) {
         guard let folder = ubiquitousContentFolder else { return }
-        try compacting.withLock { _ throws(RecordStoreError) in
-            try Compaction.run(store: self, folder: folder, threshold: baselineThreshold)
+        try compacting.withLock { memory throws(RecordStoreError) in
+            try Compaction.run(
+                store: self, folder: folder, threshold: baselineThreshold, memory: &memory, afterSave: afterSave)
         }
     }
 
@@ -139,7 +142,7 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
             return
         }
         do {
-            try compact()
+            try compact(afterSave: true)
         } catch {
             logger.error("the store's progress or baseline could not be written: \(error)")
         }

@@ -14,7 +14,9 @@ import Synchronization
 final class RecordDatabase: Sendable {
     let writer: any DatabaseWriter
     let schema: StoreSchema
-    private let exporting = Mutex(())
+    /// Held while logs are exported; holds the folders whose leftover temporary files were removed since the
+    /// database was opened (a killed write leaves one only before this open, so each folder is swept once).
+    private let exporting = Mutex(Set<URL>())
     /// The device this store saves as.
     let replica: UUID
     /// Where large values live (``ExternalData``); `nil` in memory.
@@ -127,7 +129,21 @@ final class RecordDatabase: Sendable {
     func exportOutbox(to folder: URL) throws(RecordStoreError) -> Int {
         // Two contexts saving at once export one at a time: each removes what a killed write left, never the
         // other's file being written.
-        try exporting.withLock { _ throws(RecordStoreError) -> Int in try exportUnlocked(to: folder) }
+        try exporting.withLock { swept throws(RecordStoreError) -> Int in
+            try exportUnlocked(to: folder, swept: &swept)
+        }
+    }
+
+    /// Removes what killed writes of logs left in `folder`: `.<log name>.<hex>.tmp`, the safe writer's temporaries.
+    private static func removeStaleTemporaries(in folder: URL) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        for name in names where name.hasPrefix(".") && name.hasSuffix(".tmp") {
+            let parts = name.dropFirst().split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 4, UInt64(parts[0]) != nil, parts[1] == "log", !parts[2].isEmpty,
+                parts[2].allSatisfy(\.isHexDigit)
+            else { continue }
+            SafeFileWriter.removeTree(at: folder.appendingPathComponent(name))
+        }
     }
 
     /// Raises the save sequence to at least `sequence`: the highest log of this store found in its folder. A save
@@ -141,7 +157,7 @@ final class RecordDatabase: Sendable {
         }
     }
 
-    private func exportUnlocked(to folder: URL) throws(RecordStoreError) -> Int {
+    private func exportUnlocked(to folder: URL, swept: inout Set<URL>) throws(RecordStoreError) -> Int {
         let pending = try read { access in
             try Row.fetchAll(access.db, sql: "SELECT sequence, log FROM rs_outbox ORDER BY sequence").map {
                 (UInt64($0[0] as Int64), $0[1] as Data)
@@ -150,10 +166,11 @@ final class RecordDatabase: Sendable {
         guard !pending.isEmpty else { return 0 }
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            // A write that a crash cut short left its temporary file (only this store writes here): swept once, as
+            // listing the folder for each save would cost more than the save once the folder fills.
+            if swept.insert(folder).inserted { Self.removeStaleTemporaries(in: folder) }
             for (sequence, bytes) in pending {
                 let destination = folder.appendingPathComponent(Self.logFileName(sequence))
-                // A write of this log that a crash cut short left its temporary file: only this store writes here.
-                SafeFileWriter.removeStaleTemporarySiblings(of: destination)
                 try SafeFileWriter.replaceItem(at: destination, synchronizesContents: false) { temporary in
                     try SafeFileWriter.writeFile(bytes, to: temporary)
                 }
