@@ -120,7 +120,9 @@ extension ManagedObjectContext {
             let meaningful = changes.values.filter {
                 $0.existence != nil || !$0.values.isEmpty || !$0.linksAdded.isEmpty || !$0.linksRemoved.isEmpty
             }
-            return try access.save(meaningful, physicalMilliseconds: now, keepingLog: keepsLogs)
+            return try access.save(
+                meaningful, physicalMilliseconds: now, keepingLog: keepsLogs,
+                forgettingUpTo: database.exportedSequence)
         }
         for object in objects { settle(object, stale: stale.contains(object), id: id) }
         pending.removeAll()

@@ -88,6 +88,9 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
             // A log removed once a baseline held it leaves its number in the baseline's name.
             let highest = names.compactMap { Compaction.sequence(ofFile: $0)?.sequence }.max() ?? 0
             try database.raiseSequence(toAtLeast: highest)
+        } else {
+            // Logs kept while the store had ubiquitous options go nowhere now; its saves keep none.
+            _ = try? database.write { access in try access.db.execute(sql: "DELETE FROM rs_outbox") }
         }
         didSave()
     }
@@ -128,10 +131,9 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     /// Writes the logs of saves not yet in the container. A failure is logged and retried after the next save and
     /// on the next open: the saves are safe in the outbox meanwhile.
     func didSave() {
-        guard let logFolder else {
-            _ = try? database.write { access in try access.db.execute(sql: "DELETE FROM rs_outbox") }
-            return
-        }
+        // A store without ubiquitous options keeps no logs (its outbox was emptied when it opened): a save is its
+        // one transaction and its one flush.
+        guard let logFolder else { return }
         // A save made as the account changed stays in the outbox: the container holds another account's content
         // now. It is written when this account's store is next opened.
         guard belongsToSignedInAccount else { return }

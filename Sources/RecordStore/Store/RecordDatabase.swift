@@ -17,6 +17,9 @@ final class RecordDatabase: Sendable {
     /// Held while logs are exported; holds the folders whose leftover temporary files were removed since the
     /// database was opened (a killed write leaves one only before this open, so each folder is swept once).
     private let exporting = Mutex(Set<URL>())
+    /// The newest log written to the container since the database was opened. Its outbox row, and those before it,
+    /// go with the next save's transaction; until then (and after a crash) they are written again with the same bytes.
+    private let exported = Atomic<UInt64>(0)
     /// The device this store saves as.
     let replica: UUID
     /// Where large values live (``ExternalData``); `nil` in memory.
@@ -146,6 +149,9 @@ final class RecordDatabase: Sendable {
         }
     }
 
+    /// The newest log written to the container since the database was opened (see `exported`).
+    var exportedSequence: UInt64 { exported.load(ordering: .acquiring) }
+
     /// Raises the save sequence to at least `sequence`: the highest log of this store found in its folder. A save
     /// lost with its database (restored from a backup, or a power loss before the database was durable) never
     /// reuses the number of a log other devices may have applied.
@@ -159,7 +165,10 @@ final class RecordDatabase: Sendable {
 
     private func exportUnlocked(to folder: URL, swept: inout Set<URL>) throws(RecordStoreError) -> Int {
         let pending = try read { access in
-            try Row.fetchAll(access.db, sql: "SELECT sequence, log FROM rs_outbox ORDER BY sequence").map {
+            try Row.fetchAll(
+                access.db, sql: "SELECT sequence, log FROM rs_outbox WHERE sequence > ? ORDER BY sequence",
+                arguments: [Int64(exportedSequence)]
+            ).map {
                 (UInt64($0[0] as Int64), $0[1] as Data)
             }
         }
@@ -179,10 +188,7 @@ final class RecordDatabase: Sendable {
             throw RecordStoreError(
                 .storeFailed, "the store's logs cannot be written to \(folder.path)", underlying: error)
         }
-        try write { access in
-            try access.db.execute(
-                sql: "DELETE FROM rs_outbox WHERE sequence <= ?", arguments: [Int64(pending.last!.0)])
-        }
+        exported.store(pending.last!.0, ordering: .releasing)
         return pending.count
     }
 }

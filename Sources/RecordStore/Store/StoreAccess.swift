@@ -195,12 +195,19 @@ extension StoreAccess {
 
     /// Saves `changes` as the store's next log: stamps them, applies them, and (`keepingLog`, for a store whose saves
     /// go to a container) keeps the log in the outbox, all in this transaction, so that the store and its logs agree
-    /// after a crash at any moment.
+    /// after a crash at any moment. The outbox forgets the logs up to `forgettingUpTo`, written to the container
+    /// since (``RecordDatabase/exportedSequence``): in this transaction rather than one of their own, which would
+    /// cost a flush.
     /// - Returns: The log and what the save changed as an app sees it; `nil` when `changes` is empty.
-    mutating func save(_ changes: [ObjectChange], physicalMilliseconds: UInt64, keepingLog: Bool = true) throws -> (
-        TransactionLog, MergeChanges
-    )? {
+    mutating func save(
+        _ changes: [ObjectChange], physicalMilliseconds: UInt64, keepingLog: Bool = true, forgettingUpTo: UInt64 = 0
+    ) throws -> (TransactionLog, MergeChanges)? {
         guard !changes.isEmpty else { return nil }
+        if forgettingUpTo > 0 {
+            try db.cachedStatement(sql: "DELETE FROM rs_outbox WHERE sequence <= ?").execute(arguments: [
+                Int64(forgettingUpTo)
+            ])
+        }
         var clock = HybridLogicalClock(latest: UInt64(bitPattern: try integerMeta("clock")))
         let time = clock.tick(physicalMilliseconds: physicalMilliseconds)
         let sequence = UInt64(try integerMeta("sequence")) + 1
