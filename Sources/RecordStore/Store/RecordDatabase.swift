@@ -180,6 +180,13 @@ final class RecordDatabase: Sendable {
             if swept.insert(folder).inserted { Self.removeStaleTemporaries(in: folder) }
             for (sequence, bytes) in pending {
                 let destination = folder.appendingPathComponent(Self.logFileName(sequence))
+                // Already there whole (the outbox keeps the newest log until the next save): made durable, not
+                // written again, which would look like a change to the engine and to every other device.
+                if let existing = FileManager.default.contents(atPath: destination.path), existing == bytes {
+                    try SafeFileWriter.synchronizeItem(at: destination)
+                    try SafeFileWriter.synchronizeDirectory(at: folder)
+                    continue
+                }
                 try SafeFileWriter.replaceItem(at: destination, synchronizesContents: false) { temporary in
                     try SafeFileWriter.writeFile(bytes, to: temporary)
                 }

@@ -78,8 +78,11 @@ extension StoreAccess {
 
     /// The snapshot of `id` if it is live.
     func snapshot(_ id: ManagedObjectID) throws -> ObjectSnapshot? {
-        guard let record = try record(id), record.isLive else { return nil }
-        return try snapshot(of: record, entity: schema.table(id.entityName))
+        let table = try schema.table(id.entityName)
+        let statement = try db.cachedStatement(
+            sql: "SELECT \(table.snapshotColumns) FROM \(table.name) WHERE id = ? AND _live = 1")
+        guard let row = try Row.fetchOne(statement, arguments: [id.uuid.data]) else { return nil }
+        return try table.snapshot(from: row, external: external)
     }
 
     /// The live objects of `entity` with their snapshots, in the order of their ids' bytes.
@@ -99,15 +102,6 @@ extension StoreAccess {
     func liveCount(of entity: String) throws -> Int {
         let table = try schema.table(entity)
         return try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM \(table.name) WHERE _live = 1")) ?? 0
-    }
-
-    private func snapshot(of record: ObjectRecord, entity table: EntityTable) -> ObjectSnapshot {
-        var values: [String: RecordValue] = [:]
-        for attribute in table.entity.attributes {
-            values[attribute.name] = record.values[attribute.name]?.value ?? attribute.defaultValue
-        }
-        for column in table.columns where column.isObject { values[column.property] = record.value(column.property) }
-        return ObjectSnapshot(values: values)
     }
 
     /// The live objects `relationship` of `id` points at, as an app reads them.
