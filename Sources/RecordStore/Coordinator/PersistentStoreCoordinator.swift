@@ -118,6 +118,18 @@ public final class PersistentStoreCoordinator: Sendable {
         if store.binding != nil { completeInitialImport(of: store) }
     }
 
+    /// Removes `store` (Core Data's `remove(_:)`): it stops importing other devices' logs at once — an import under
+    /// way finishes first, none starts after — and contexts no longer fetch from it or save to it. Its files stay.
+    /// - Throws: ``RecordStoreError/Code/storeNotAdded`` when `store` is not one of this coordinator's.
+    public func remove(_ store: PersistentStore) throws(RecordStoreError) {
+        coordinatorLock.lock()
+        defer { coordinatorLock.unlock() }
+        guard persistentStores.contains(where: { $0 === store }) else {
+            throw RecordStoreError(.storeNotAdded, "\(store) is not a store of this coordinator")
+        }
+        replace(store, with: nil)
+    }
+
     /// Puts `new` in `old`'s place among the stores (or just removes `old`), and stops importing `old`'s content.
     func replace(_ old: PersistentStore, with new: PersistentStore?) {
         stores.withLock { stores in

@@ -13,9 +13,18 @@ struct BaselineTests {
             let content = folder.appendingPathComponent("TransactionLogs", isDirectory: true)
             let a = try StoreFixture(in: folder, name: "a", content: content, baselineThreshold: 5)
             // B has been here (its folder and progress are in the content) but is away while A saves.
-            var away: StoreFixture? = try StoreFixture(in: folder, name: "b", content: content, baselineThreshold: 5)
-            try away?.coordinator.importUbiquitousContent()
-            away = nil
+            let away = try StoreFixture(in: folder, name: "b", content: content, baselineThreshold: 5)
+            try away.coordinator.importUbiquitousContent()
+            // Removed, it imports nothing more: an import it had scheduled would otherwise hold A's saves early.
+            let (awayCoordinator, awayStore) = (away.coordinator, away.store)
+            try awayCoordinator.remove(awayStore)
+            #expect(awayCoordinator.persistentStores.isEmpty)
+            do {
+                try awayCoordinator.remove(awayStore)
+                Issue.record("a store removed already was removed again")
+            } catch let error as RecordStoreError {
+                #expect(error.code == .storeNotAdded)
+            }
             let onA = a.context()
             var ids: [ManagedObjectID] = []
             try withExtendedLifetime(onA) {
