@@ -121,7 +121,7 @@ extension PersistentStoreCoordinator {
             }
             guard let self, self.persistentStores.contains(where: { $0 === store }) else { return }
             do {
-                try self.importUbiquitousContent()
+                try self.importBatches()
                 let first = try store.database.write { access in
                     guard try access.meta(Self.initialImportKey) == nil else { return false }
                     try access.setMeta(Self.initialImportKey, 1)

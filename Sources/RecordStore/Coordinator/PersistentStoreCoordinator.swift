@@ -34,9 +34,19 @@ public final class PersistentStoreCoordinator: Sendable {
     private let coordinatorLock = NSRecursiveLock()
     let logger = Logger(label: "RecordStore.PersistentStoreCoordinator")
 
+    /// How many objects one transaction of an import may change before the rest is left to another: each batch is
+    /// committed and posted on its own, so a large first import shows progress and holds one batch's ids at a time.
+    package let importBatchLimit: Int
+
     /// Makes a coordinator for `managedObjectModel`.
-    public init(managedObjectModel: ManagedObjectModel) {
+    public convenience init(managedObjectModel: ManagedObjectModel) {
+        self.init(managedObjectModel: managedObjectModel, importBatchLimit: 10_000)
+    }
+
+    /// Makes a coordinator whose imports commit and post every `importBatchLimit` changed objects.
+    package init(managedObjectModel: ManagedObjectModel, importBatchLimit: Int) {
         self.managedObjectModel = managedObjectModel
+        self.importBatchLimit = max(1, importBatchLimit)
     }
 
     deinit {
@@ -109,7 +119,7 @@ public final class PersistentStoreCoordinator: Sendable {
     func attach(_ store: PersistentStore) throws(RecordStoreError) {
         guard let folder = store.ubiquitousContentFolder else { return }
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try importUbiquitousContent()
+        try importBatches()
         let watcher = ContentWatcher(folder: folder) { [weak self] in self?.scheduleImport() }
         watchers.withLock { $0[ObjectIdentifier(store)] = watcher }
         FileCoordinator.addFilePresenter(watcher)
@@ -162,46 +172,64 @@ public final class PersistentStoreCoordinator: Sendable {
             guard let self else { return }
             do {
                 self.replaceStoresWhoseContentWasRemoved()
-                try self.importUbiquitousContent()
+                try self.importBatches()
             } catch {
                 self.logger.error("importing other devices' changes failed: \(error)")
             }
         }
     }
 
-    /// Imports every log of another device not applied yet, in one transaction per store, and posts what changed.
+    /// Imports every log of another device not applied yet, and posts what changed.
     ///
-    /// A log that cannot be read (truncated, altered, naming what the model lacks) is skipped, logged and tried
-    /// again at the next import; the others are applied. A log of a newer model is kept for after the upgrade.
-    /// - Returns: What the import changed.
+    /// Logs are applied in one transaction per store, or in several for an import changing more than
+    /// ``importBatchLimit`` objects, each posted in a ``didImportUbiquitousContentChangesNotification`` of its own
+    /// as it commits (as Core Data posts one per batch of logs). A log that cannot be read (truncated, altered,
+    /// naming what the model lacks) is skipped, logged and tried again at the next import; the others are applied.
+    /// A log of a newer model is kept for after the upgrade.
+    /// - Returns: What the whole import changed.
     @discardableResult
     public func importUbiquitousContent() throws(RecordStoreError) -> ObjectIDChanges {
-        var total = ObjectIDChanges()
-        coordinatorLock.lock()
-        do {
-            defer { coordinatorLock.unlock() }
-            // A store of an account signed out meanwhile reads nothing: the container holds another's content.
-            for store in persistentStores where store.belongsToSignedInAccount {
-                guard let folder = store.ubiquitousContentFolder else { continue }
-                let report = try LogImport.run(store: store, folder: folder)
-                for problem in report.problems { logger.warning("\(problem)") }
-                do {
-                    try store.compact()
-                } catch {
-                    logger.error("the store's progress or baseline could not be written: \(error)")
+        var total = MergeChanges()
+        try importBatches { total.append($0) }
+        return ObjectIDChanges(total)
+    }
+
+    /// Imports as ``importUbiquitousContent()`` does, handing each posted batch to `posted` instead of keeping them.
+    func importBatches(_ posted: (MergeChanges) -> Void = { _ in }) throws(RecordStoreError) {
+        var first = true
+        var more = true
+        while more {
+            more = false
+            var batch = MergeChanges()
+            coordinatorLock.lock()
+            do {
+                defer { coordinatorLock.unlock() }
+                // A store of an account signed out meanwhile reads nothing: the container holds another's content.
+                for store in persistentStores where store.belongsToSignedInAccount {
+                    guard let folder = store.ubiquitousContentFolder else { continue }
+                    let report = try LogImport.run(
+                        store: store, folder: folder, baselines: first, limit: importBatchLimit)
+                    for problem in report.problems { logger.warning("\(problem)") }
+                    batch.append(report.changes)
+                    guard !report.more else {
+                        more = true
+                        continue
+                    }
+                    do {
+                        try store.compact()
+                    } catch {
+                        logger.error("the store's progress or baseline could not be written: \(error)")
+                    }
                 }
-                total.inserted.formUnion(report.changes.inserted)
-                total.updated.formUnion(report.changes.updated)
-                total.deleted.formUnion(report.changes.deleted)
             }
-        }
-        total.updated.subtract(total.inserted.union(total.deleted))
-        if !total.isEmpty {
-            imports.send(total)
+            first = false
+            guard !batch.isEmpty else { continue }
+            let changes = ObjectIDChanges(batch)
+            imports.send(changes)
             NotificationCenter.default.post(
-                name: Self.didImportUbiquitousContentChangesNotification, object: self, userInfo: total.userInfo)
+                name: Self.didImportUbiquitousContentChangesNotification, object: self, userInfo: changes.userInfo)
+            posted(batch)
         }
-        return total
     }
 }
 

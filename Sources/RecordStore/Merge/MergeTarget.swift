@@ -9,6 +9,24 @@ package struct MergeChanges: Sendable, Hashable {
     package init() {}
 
     package var isEmpty: Bool { inserted.isEmpty && updated.isEmpty && deleted.isEmpty }
+
+    /// How many objects the changes name.
+    package var count: Int { inserted.count + updated.count + deleted.count }
+
+    /// Adds what a later change did: an object inserted and then deleted was never seen, and one inserted or deleted
+    /// is not also updated.
+    package mutating func append(_ later: MergeChanges) {
+        inserted.formUnion(later.inserted)
+        updated.formUnion(later.updated)
+        deleted.formUnion(later.deleted)
+        let gone = inserted.intersection(later.deleted)
+        inserted.subtract(gone)
+        deleted.subtract(gone)
+        deleted.subtract(later.inserted)
+        updated.subtract(inserted)
+        updated.subtract(deleted)
+        updated.subtract(gone)
+    }
 }
 
 /// Where a merge reads and writes records and links: memory (``ReplicaState``) or a store's database.

@@ -71,6 +71,19 @@ extension TransactionLog {
         return try readHeader(&reader)
     }
 
+    /// The longest a header can be: magic, device, sequence, time and a ten-byte varint.
+    package static let headerPrefixSize = 8 + 16 + 8 + 8 + 10
+
+    /// Reads the header from the first ``headerPrefixSize`` bytes of a log (or all of a shorter one) without
+    /// checking the digest, to file logs before reading them whole; ``init(decoding:)`` checks everything later.
+    /// - Throws: ``RecordStoreError/Code/corruptLog`` for bytes that do not begin as a log does.
+    package static func unverifiedHeader(prefix bytes: [UInt8]) throws(RecordStoreError) -> Header {
+        guard bytes.starts(with: magic) else { throw LogReader.corrupt("not a transaction log") }
+        var reader = LogReader(bytes)
+        _ = try reader.readBytes(magic.count)
+        return try readHeader(&reader)
+    }
+
     /// Reads a log.
     /// - Throws: ``RecordStoreError/Code/corruptLog`` for bytes that are not a whole, unaltered log.
     package init(decoding bytes: [UInt8]) throws(RecordStoreError) {

@@ -96,6 +96,57 @@ struct ContentFolderTests {
         }
     }
 
+    @Test("a large import commits and posts in batches as it goes, together naming every change once")
+    func largeImportInBatches() throws {
+        try withTemporaryFolder { folder in
+            let content = folder.appendingPathComponent("TransactionLogs", isDirectory: true)
+            let a = try StoreFixture(in: folder, name: "a", content: content)
+            let onA = a.context()
+            var saved: [[ManagedObjectID]] = []
+            for save in 0..<6 {
+                let items = (0..<3).map { index in
+                    let item = Item(context: onA)
+                    item.title = "Item \(save).\(index)"
+                    return item
+                }
+                try onA.save()
+                saved.append(items.map(\.objectID))
+            }
+            let first = try onA.existingObject(with: saved[0][0])
+            onA.delete(first)
+            try onA.save()
+
+            // B imports A's seven logs as its store is added, at most five changed objects to a transaction.
+            let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.model, importBatchLimit: 5)
+            let posted = Mutex<[ObjectIDChanges]>([])
+            let observer = NotificationCenter.default.addObserver(
+                forName: PersistentStoreCoordinator.didImportUbiquitousContentChangesNotification, object: coordinator,
+                queue: nil
+            ) { notification in
+                let changes = ObjectIDChanges(userInfo: notification.userInfo)
+                posted.withLock { $0.append(changes) }
+            }
+            defer { NotificationCenter.default.removeObserver(observer) }
+            try coordinator.addPersistentStore(
+                type: .sqlite, configuration: nil, at: folder.appendingPathComponent("b.sqlite"),
+                options: [
+                    NSPersistentStoreUbiquitousContentNameKey: "Grocery",
+                    NSPersistentStoreUbiquitousContentURLKey: content,
+                ])
+
+            let batches = posted.withLock { $0 }
+            #expect(
+                batches.map(\.inserted) == [
+                    Set(saved[0] + saved[1]), Set(saved[2] + saved[3]), Set(saved[4] + saved[5]), [],
+                ], "two logs to a batch, each posted as it committed")
+            #expect(batches.last?.deleted == [saved[0][0]], "the delete comes in the last batch")
+            let onB = ManagedObjectContext(concurrencyType: .privateQueue)
+            onB.persistentStoreCoordinator = coordinator
+            #expect(try onB.count(for: FetchRequest<Item>()) == 17)
+            #expect(try coordinator.importUbiquitousContent().isEmpty, "nothing is left for another import")
+        }
+    }
+
     @Test("a log of a newer model is kept by the import and applied once the app upgrades, even if its file is gone")
     func newerModelAppliedAfterUpgrade() throws {
         try withTemporaryFolder { folder in
