@@ -89,6 +89,7 @@ struct Benchmark: Sendable {
         Benchmark(name: RecordFetchBenchmark.name) { try RecordFetchBenchmark.run(in: $0) },
         Benchmark(name: RecordImportBenchmark.name) { try await RecordImportBenchmark.run(in: $0) },
         Benchmark(name: RecordMemoryBenchmark.name) { try await RecordMemoryBenchmark.run(in: $0) },
+        Benchmark(name: RecordLatencyBenchmark.name) { try await RecordLatencyBenchmark.run(in: $0) },
         Benchmark(name: SimulationBenchmark.name) { _ in
             try SimulationBenchmark.run(histories: 2_000, seed: 1, trace: false)
         },
