@@ -54,7 +54,7 @@ extension MergeTarget {
         for key in baseline.state.links.keys {
             try model.check(ObjectChange(id: key.source, linksAdded: [ObjectChange.Link(key.relationship, key.target)]))
         }
-        var wasLive: [ManagedObjectID: Bool] = [:]
+        var liveness: [ManagedObjectID: Liveness] = [:]
         var updated: Set<ManagedObjectID> = []
         for (id, incoming) in baseline.state.objects {
             let before = try record(id)
@@ -70,7 +70,7 @@ extension MergeTarget {
             }
             guard merged != before else { continue }
             try setRecord(merged, for: id)
-            wasLive[id] = before?.isLive ?? false
+            liveness[id] = Liveness(before: before?.isLive ?? false, now: merged.isLive)
         }
         for (key, incoming) in baseline.state.links {
             var register = try link(key)
@@ -83,7 +83,7 @@ extension MergeTarget {
                 updated.insert(key.target)
             }
         }
-        return try changes(wasLive: wasLive, updated: updated)
+        return try changes(liveness: liveness, updated: updated)
     }
 }
 

@@ -33,9 +33,18 @@ package struct MergeChanges: Sendable, Hashable {
 ///
 /// The merge itself is written once, here, for both. Applying logs is a join of registers: in any order and any
 /// number of times, the same logs leave the same records and links.
+/// Whether an object existed before a merge and after it.
+package struct Liveness: Sendable, Hashable {
+    package var before: Bool
+    package var now: Bool
+}
+
 package protocol MergeTarget {
     func record(_ id: ManagedObjectID) throws -> ObjectRecord?
     mutating func setRecord(_ record: ObjectRecord, for id: ManagedObjectID) throws
+    /// Writes `record` if the target holds nothing for `id`.
+    /// - Returns: Whether it was written; `false` leaves what the target holds untouched.
+    mutating func insertRecord(_ record: ObjectRecord, for id: ManagedObjectID) throws -> Bool
     func link(_ key: LinkKey) throws -> Register<Bool>?
     mutating func setLink(_ link: Register<Bool>, for key: LinkKey) throws
 }
@@ -55,14 +64,24 @@ extension MergeTarget {
         }
         for change in log.changes { try model.check(change) }
         let stamp = log.stamp
-        var wasLive: [ManagedObjectID: Bool] = [:]
+        var liveness: [ManagedObjectID: Liveness] = [:]
+        liveness.reserveCapacity(log.changes.count)
         var updated: Set<ManagedObjectID> = []
         for change in log.changes {
-            var record = try record(change.id) ?? ObjectRecord()
-            if wasLive[change.id] == nil { wasLive[change.id] = record.isLive }
-            let before = record
-            if record.merge(change, stamp: stamp) { updated.insert(change.id) }
-            if record != before { try setRecord(record, for: change.id) }
+            // An insert of an id the target has never held (every new object of a save) is written without reading
+            // first; an id the target holds is merged with what is there.
+            var before = ObjectRecord()
+            var record = before
+            var changed = record.merge(change, stamp: stamp)
+            let fresh = change.existence == true && liveness[change.id] == nil
+            if !(fresh ? try insertRecord(record, for: change.id) : false) {
+                before = try self.record(change.id) ?? ObjectRecord()
+                record = before
+                changed = record.merge(change, stamp: stamp)
+                if record != before { try setRecord(record, for: change.id) }
+            }
+            if changed { updated.insert(change.id) }
+            liveness[change.id, default: Liveness(before: before.isLive, now: false)].now = record.isLive
             // A to-one that moved changes what its old and new targets read on their side.
             for property in change.values.keys where before.value(property) != record.value(property) {
                 if case .object(let old) = before.value(property) { updated.insert(old) }
@@ -81,20 +100,23 @@ extension MergeTarget {
                 }
             }
         }
-        return try changes(wasLive: wasLive, updated: updated)
+        return try changes(liveness: liveness, updated: updated)
     }
 
     /// What a merge changed as an app sees it: objects that came to exist or ceased to, of those whose liveness
-    /// `wasLive` holds from before; and of `updated`, the others that exist.
-    package func changes(wasLive: [ManagedObjectID: Bool], updated: Set<ManagedObjectID>) throws -> MergeChanges {
+    /// before and after the merge `liveness` holds; and of `updated`, the others that exist (read from the target
+    /// only when the merge did not write them).
+    package func changes(liveness: [ManagedObjectID: Liveness], updated: Set<ManagedObjectID>) throws
+        -> MergeChanges
+    {
         var changes = MergeChanges()
-        for (id, wasLive) in wasLive {
-            let isLive = try record(id)?.isLive ?? false
-            if isLive && !wasLive { changes.inserted.insert(id) }
-            if wasLive && !isLive { changes.deleted.insert(id) }
+        for (id, liveness) in liveness {
+            if liveness.now && !liveness.before { changes.inserted.insert(id) }
+            if liveness.before && !liveness.now { changes.deleted.insert(id) }
         }
         for id in updated where !changes.inserted.contains(id) && !changes.deleted.contains(id) {
-            if try record(id)?.isLive == true { changes.updated.insert(id) }
+            let isLive = try liveness[id]?.now ?? record(id)?.isLive ?? false
+            if isLive { changes.updated.insert(id) }
         }
         return changes
     }

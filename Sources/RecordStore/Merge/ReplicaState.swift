@@ -14,6 +14,11 @@ package struct ReplicaState: Sendable, Hashable {
 extension ReplicaState: MergeTarget {
     package func record(_ id: ManagedObjectID) -> ObjectRecord? { objects[id] }
     package mutating func setRecord(_ record: ObjectRecord, for id: ManagedObjectID) { objects[id] = record }
+    package mutating func insertRecord(_ record: ObjectRecord, for id: ManagedObjectID) -> Bool {
+        guard objects[id] == nil else { return false }
+        objects[id] = record
+        return true
+    }
     package func link(_ key: LinkKey) -> Register<Bool>? { links[key] }
     package mutating func setLink(_ link: Register<Bool>, for key: LinkKey) { links[key] = link }
 }

@@ -26,9 +26,16 @@ extension StoreAccess: MergeTarget {
         let table = try schema.table(id.entityName)
         // The files the row referred to go once nothing refers to them after this transaction.
         let replaced = external == nil ? [] : try table.externalReferences(of: id, in: db)
-        let arguments = try table.arguments(for: record, id: id, external: external)
-        try db.cachedStatement(sql: table.upsertSQL).execute(arguments: arguments)
+        let external = external
+        try db.cachedStatement(sql: table.upsertSQL).run { try table.bind(record, id: id, external: external, to: &$0) }
         external?.removeAfterCommit(replaced, in: db, schema: schema)
+    }
+
+    mutating func insertRecord(_ record: ObjectRecord, for id: ManagedObjectID) throws -> Bool {
+        let table = try schema.table(id.entityName)
+        let external = external
+        try db.cachedStatement(sql: table.insertSQL).run { try table.bind(record, id: id, external: external, to: &$0) }
+        return db.changesCount > 0
     }
 
     func link(_ key: LinkKey) throws -> Register<Bool>? {

@@ -92,6 +92,8 @@ struct EntityTable: Sendable {
     let linkRelationships: [String]
     let selectSQL: String
     let upsertSQL: String
+    /// ``upsertSQL``'s insert for an id the table does not hold yet; it leaves a row that is there untouched.
+    let insertSQL: String
 
     struct PropertyColumn: Sendable {
         let property: String
@@ -133,9 +135,11 @@ struct EntityTable: Sendable {
         let names = columns.map { "\"\($0.column)\"" }
         self.selectSQL =
             "SELECT _live, _etime, _edevice, _stamps\(names.map { ", " + $0 }.joined()) FROM \(name) WHERE id = ?"
-        self.upsertSQL =
-            "INSERT OR REPLACE INTO \(name) (id, _live, _etime, _edevice, _stamps\(names.map { ", " + $0 }.joined())) "
+        let insert =
+            "INTO \(name) (id, _live, _etime, _edevice, _stamps\(names.map { ", " + $0 }.joined())) "
             + "VALUES (?, ?, ?, ?, ?\(String(repeating: ", ?", count: columns.count)))"
+        self.upsertSQL = "INSERT OR REPLACE " + insert
+        self.insertSQL = "INSERT " + insert + " ON CONFLICT (id) DO NOTHING"
     }
 
     /// The select list of ``snapshot(from:offset:external:)``: the stamps, then every column.
@@ -218,29 +222,30 @@ struct EntityTable: Sendable {
         return record
     }
 
-    /// The arguments of ``upsertSQL`` for `record`.
+    /// Binds the parameters of ``upsertSQL`` or ``insertSQL`` for `record`.
     /// A large value of a column that allows it goes to a file of `external`'s, and the column refers to it.
-    func arguments(for record: ObjectRecord, id: ManagedObjectID, external: ExternalData? = nil)
-        throws(RecordStoreError) -> StatementArguments
+    func bind(_ record: ObjectRecord, id: ManagedObjectID, external: ExternalData?, to bindings: inout DirectBindings)
+        throws(RecordStoreError)
     {
-        var values: [(any DatabaseValueConvertible)?] = [id.uuid.data]
+        bindings.bind(id.uuid)
         if let existence = record.existence {
-            values += [existence.value ? 1 : 0, Int64(bitPattern: existence.stamp.time), existence.stamp.device.data]
+            bindings.bind(Int64(existence.value ? 1 : 0))
+            bindings.bind(Int64(bitPattern: existence.stamp.time))
+            bindings.bind(existence.stamp.device)
         } else {
-            values += [nil, nil, nil]
+            for _ in 0..<3 { bindings.bindNull() }
         }
-        values.append(StampList.encode(record.values))
+        bindings.bind(bytes: StampList.encode(record.values))
         for column in columns {
             let value = record.values[column.property]?.value ?? .null
             if column.isExternal, let external, case .data(let data) = value,
                 data.count > AttributeDescription.externalStorageThreshold
             {
-                values.append(try external.store(data))
+                bindings.bind(text: try external.store(data))
             } else {
-                values.append(column.databaseValue(value))
+                bindings.bind(column.databaseValue(value))
             }
         }
-        return StatementArguments(values)
     }
 }
 
