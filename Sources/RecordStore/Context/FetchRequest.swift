@@ -11,7 +11,9 @@ import Foundation
 public struct FetchRequest<Result: ManagedObject>: @unchecked Sendable {
     /// The entity to fetch; `nil` for the entity made as `Result`.
     public var entityName: String?
-    /// Which objects to fetch; every object when `nil`. Evaluated on each object with its unsaved changes.
+    /// Which objects to fetch; every object when `nil`. Evaluated on each object with its unsaved changes; comparisons
+    /// of integer and Boolean attributes with constants are answered by the store in SQL for objects unchanged in
+    /// the context.
     public var predicate: Predicate<Result>?
     /// The order of the results.
     public var sortDescriptors: [SortDescriptor<Result>]
@@ -41,32 +43,50 @@ extension ManagedObjectContext {
     /// - Throws: ``RecordStoreError/Code/unknownEntity``, ``RecordStoreError/Code/storeNotAdded``, or what the
     ///   predicate throws.
     public func fetch<Result: ManagedObject>(_ request: FetchRequest<Result>) throws -> [Result] {
-        let matching = try locked { () throws -> [Result] in
+        let (matched, unmatched) = try locked { () throws -> ([Result], [Result]) in
             let entity = try entity(of: request)
-            let snapshots = try database().read { try $0.liveSnapshots(of: entity.name) }
-            var objects: [Result] = []
-            objects.reserveCapacity(snapshots.count)
+            // SQLite filters what it can answer as Swift would; objects changed here and not saved are judged in
+            // memory below, whatever the store holds for them.
+            let filter = request.predicate.flatMap { PredicateSQL($0, entity: entity) }
+            let snapshots = try database().read { try $0.liveSnapshots(of: entity.name, where: filter) }
+            var matched: [Result] = []
+            var unmatched: [Result] = []
+            if filter == nil {
+                unmatched.reserveCapacity(snapshots.count)
+            } else {
+                matched.reserveCapacity(snapshots.count)
+            }
             registered.reserveCapacity(registered.count + snapshots.count)
-            // The store's objects, told apart from inserted ones only when some are pending.
-            let insertedHere = request.includesPendingChanges && pending.contains { $0.state == .inserted }
+            // The store's objects, told apart from inserted and changed ones only when some are pending.
+            let changedHere =
+                request.includesPendingChanges
+                && pending.contains { $0.state == .inserted || (filter != nil && $0.entity === entity) }
             var seen: Set<ManagedObjectID> = []
             for (id, snapshot) in snapshots {
                 let object = registeredObject(id)
                 if object.snapshot == nil { object.snapshot = snapshot }
-                if insertedHere { seen.insert(id) }
+                if changedHere { seen.insert(id) }
                 if request.includesPendingChanges, object.state == .deleted || object.state == .gone { continue }
-                if let object = object as? Result { objects.append(object) }
-            }
-            if insertedHere {
-                for object in pending where object.state == .inserted && object.entity === entity {
-                    if !seen.contains(object.objectID), let object = object as? Result { objects.append(object) }
+                guard let object = object as? Result else { continue }
+                if filter == nil || (changedHere && object.hasPropertyChanges) {
+                    unmatched.append(object)
+                } else {
+                    matched.append(object)
                 }
             }
-            return objects
+            if changedHere {
+                for object in pending where object.entity === entity && !seen.contains(object.objectID) {
+                    let judged = object.state == .inserted || (filter != nil && object.state == .fault)
+                    if judged, object.hasPropertyChanges || object.state == .inserted, let object = object as? Result {
+                        unmatched.append(object)
+                    }
+                }
+            }
+            return (matched, unmatched)
         }
         var results =
-            try request.predicate.map { predicate in try matching.filter { try predicate.evaluate($0) } }
-            ?? matching
+            try request.predicate.map { predicate in try matched + unmatched.filter { try predicate.evaluate($0) } }
+            ?? unmatched
         if !request.sortDescriptors.isEmpty { results.sort(using: request.sortDescriptors) }
         if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }

@@ -38,6 +38,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Values set through ``setValue(_:forKey:)`` that could not be kept: the property and what was wrong.
     var refusedValues: [(property: String, error: RecordStoreError)] = []
     var state: State = .fault
+    /// Set on an object a fetch makes to learn which attribute a key path reads (``KeyProbe``).
+    weak var keyProbe: KeyProbe?
 
     enum State {
         /// Known by id, nothing read yet or read and unchanged.
@@ -148,7 +150,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     /// An attribute's value as the store keeps it (a changed value, else the stored one, else the default).
     public func primitiveValue(forKey key: String) -> RecordValue {
-        withContext { context in context.attributeValue(of: self, key) } ?? .null
+        guard keyProbe == nil else { return .null }
+        return withContext { context in context.attributeValue(of: self, key) } ?? .null
     }
 
     /// The attributes changed since the last save, with their new values.

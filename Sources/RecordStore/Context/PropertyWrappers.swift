@@ -39,6 +39,7 @@ public struct Attribute<Value: AttributeValue>: Sendable {
     ) -> Value {
         get {
             let key = object[keyPath: storageKeyPath].key
+            object.keyProbe?.read(key, through: wrappedKeyPath)
             return Value(recordValue: object.primitiveValue(forKey: key)) ?? .emptyValue
         }
         set {

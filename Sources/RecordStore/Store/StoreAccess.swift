@@ -92,11 +92,17 @@ extension StoreAccess {
         return try table.snapshot(from: row, external: external)
     }
 
-    /// The live objects of `entity` with their snapshots, in the order of their ids' bytes.
-    func liveSnapshots(of entity: String) throws -> [(ManagedObjectID, ObjectSnapshot)] {
+    /// The live objects of `entity` with their snapshots, in the order of their ids' bytes; only those meeting
+    /// `filter` when there is one.
+    func liveSnapshots(of entity: String, where filter: PredicateSQL? = nil) throws
+        -> [(ManagedObjectID, ObjectSnapshot)]
+    {
         let table = try schema.table(entity)
+        let condition = filter.map { " AND \($0.condition)" } ?? ""
         let rows = try Row.fetchCursor(
-            db.cachedStatement(sql: "SELECT id, \(table.snapshotColumns) FROM \(table.name) WHERE _live = 1"))
+            db.cachedStatement(
+                sql: "SELECT id, \(table.snapshotColumns) FROM \(table.name) WHERE _live = 1\(condition)"),
+            arguments: StatementArguments(filter?.arguments ?? []))
         var snapshots: [(ManagedObjectID, ObjectSnapshot)] = []
         while let row = try rows.next() {
             let id = ManagedObjectID(entityName: entity, uuid: UUID(row[0] as Data))
