@@ -33,11 +33,14 @@ package enum SafeFileWriter {
     ///   - destination: The file URL to replace or create. Its directory must exist.
     ///   - synchronizesContents: Whether to `fsync` everything `body` wrote. Pass `false` only if `body`
     ///     already synced every file and directory it created.
+    ///   - synchronizesDirectory: Whether to `fsync` the directory after the rename; `false` leaves making the
+    ///     replacement durable to the caller, who must keep what it needs to write it again until it has.
     ///   - body: Writes the new item at the URL it is given.
     /// - Throws: ``FileWrapperError`` for failed system calls, and whatever `body` throws.
     package static func replaceItem(
         at destination: URL,
         synchronizesContents: Bool = true,
+        synchronizesDirectory: Bool = true,
         writingWith body: (URL) throws -> Void
     ) throws {
         let destination = try checkedFileURL(destination)
@@ -51,7 +54,7 @@ package enum SafeFileWriter {
             removeTree(at: temporary)
             throw error
         }
-        try synchronizeDirectory(at: directory)
+        if synchronizesDirectory { try synchronizeDirectory(at: directory) }
     }
 
     /// Creates the file `url` (which must not exist) with `contents`, syncs it, and returns its identity.
@@ -62,6 +65,7 @@ package enum SafeFileWriter {
     ///   - permissions: POSIX permissions to set exactly (not masked by the umask); `nil` for the default
     ///     `0o666` masked by the umask.
     ///   - modificationDate: The modification date to set, or `nil` to keep the time of writing.
+    ///   - synchronizes: Whether to `fsync` the file; `false` leaves it to the caller.
     /// - Returns: The written file's identity, taken after syncing.
     /// - Throws: ``FileWrapperError`` with code `writeFailed`.
     @discardableResult
@@ -69,7 +73,8 @@ package enum SafeFileWriter {
         _ contents: Data,
         to url: URL,
         permissions: mode_t? = nil,
-        modificationDate: Date? = nil
+        modificationDate: Date? = nil,
+        synchronizes: Bool = true
     ) throws(FileWrapperError) -> FileIdentity {
         let descriptor = try POSIX.openFile(
             url,
@@ -87,7 +92,7 @@ package enum SafeFileWriter {
             var times = [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespec(modificationDate)]
             if futimens(descriptor, &times) != 0 { throw .posix(.writeFailed, "futimens", url: url) }
         }
-        try POSIX.sync(descriptor, url: url)
+        if synchronizes { try POSIX.sync(descriptor, url: url) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw .posix(.writeFailed, "fstat", url: url) }
         return FileIdentity(status)

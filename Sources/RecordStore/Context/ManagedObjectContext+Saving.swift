@@ -122,7 +122,7 @@ extension ManagedObjectContext {
             }
             return try access.save(
                 meaningful, physicalMilliseconds: now, keepingLog: keepsLogs,
-                forgettingUpTo: database.exportedSequence)
+                forgettingUpTo: database.durableSequence)
         }
         for object in objects { settle(object, stale: stale.contains(object), id: id) }
         pending.removeAll()

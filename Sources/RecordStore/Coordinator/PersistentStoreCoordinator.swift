@@ -120,7 +120,7 @@ public final class PersistentStoreCoordinator: Sendable {
         guard let folder = store.ubiquitousContentFolder else { return }
         try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try importBatches()
-        let watcher = ContentWatcher(folder: folder) { [weak self] in self?.scheduleImport() }
+        let watcher = ContentWatcher(folder: folder, own: store.logFolder) { [weak self] in self?.scheduleImport() }
         watchers.withLock { $0[ObjectIdentifier(store)] = watcher }
         FileCoordinator.addFilePresenter(watcher)
         // Logs that came between the first import and the watch.
@@ -138,6 +138,12 @@ public final class PersistentStoreCoordinator: Sendable {
             throw RecordStoreError(.storeNotAdded, "\(store) is not a store of this coordinator")
         }
         replace(store, with: nil)
+        do {
+            try store.database.flushExportedLogs()
+        } catch {
+            logger.error(
+                "the removed store's newest logs could not be flushed; they are kept for its next open: \(error)")
+        }
     }
 
     /// Puts `new` in `old`'s place among the stores (or just removes `old`), and stops importing `old`'s content.
@@ -233,17 +239,30 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 }
 
-/// Presents a store's content folder to learn of logs other devices' engines put there.
+/// Presents a store's content folder to learn of logs other devices' engines put there; the store's own logs,
+/// which it never imports, start no import.
 private final class ContentWatcher: FilePresenter, @unchecked Sendable {
     let presentedItemURL: URL?
     let presentedItemOperationQueue: OperationQueue
+    private let ownPrefix: String?
     private let changed: @Sendable () -> Void
 
-    init(folder: URL, changed: @escaping @Sendable () -> Void) {
+    init(folder: URL, own: URL?, changed: @escaping @Sendable () -> Void) {
         presentedItemURL = folder
         presentedItemOperationQueue = OperationQueue()
         presentedItemOperationQueue.maxConcurrentOperationCount = 1
+        ownPrefix = own.map { $0.standardizedFileURL.path + "/" }
         self.changed = changed
+    }
+
+    private func isOwn(_ url: URL) -> Bool {
+        guard let ownPrefix else { return false }
+        return url.standardizedFileURL.path.hasPrefix(ownPrefix)
+    }
+
+    private func changed(at urls: URL...) {
+        if urls.allSatisfy(isOwn) { return }
+        changed()
     }
 
     func accommodatePresentedItemDeletion(completionHandler: @escaping @Sendable ((any Error)?) -> Void) {
@@ -251,8 +270,8 @@ private final class ContentWatcher: FilePresenter, @unchecked Sendable {
         completionHandler(nil)
     }
     func presentedItemDidMove(to newURL: URL) { changed() }
-    func presentedSubitemDidAppear(at url: URL) { changed() }
-    func presentedSubitemDidChange(at url: URL) { changed() }
-    func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) { changed() }
+    func presentedSubitemDidAppear(at url: URL) { changed(at: url) }
+    func presentedSubitemDidChange(at url: URL) { changed(at: url) }
+    func presentedSubitem(at oldURL: URL, didMoveTo newURL: URL) { changed(at: oldURL, newURL) }
     func presentedItemDidChange() { changed() }
 }

@@ -14,12 +14,27 @@ import Synchronization
 final class RecordDatabase: Sendable {
     let writer: any DatabaseWriter
     let schema: StoreSchema
-    /// Held while logs are exported; holds the folders whose leftover temporary files were removed since the
-    /// database was opened (a killed write leaves one only before this open, so each folder is swept once).
-    private let exporting = Mutex(Set<URL>())
-    /// The newest log written to the container since the database was opened. Its outbox row, and those before it,
-    /// go with the next save's transaction; until then (and after a crash) they are written again with the same bytes.
+    /// Held while logs are exported (``Export``).
+    private let exporting = Mutex(Export())
+    /// The newest log written to the container since the database was opened.
     private let exported = Atomic<UInt64>(0)
+    /// The newest log made durable in the container since the database was opened. Its outbox row, and those before
+    /// it, go with the next save's transaction; until then (and after a crash or a power loss) they are written
+    /// again with the same bytes.
+    private let durable = Atomic<UInt64>(0)
+
+    /// How many logs are written before they are flushed together: a save's flush is its transaction's, and the
+    /// logs, kept in the outbox until flushed, cost one flush each per this many saves.
+    static let logsFlushedTogether = 32
+
+    struct Export {
+        /// The folders whose leftover temporary files were removed since the database was opened (a killed write
+        /// leaves one only before this open, so each folder is swept once).
+        var swept: Set<URL> = []
+        /// Logs written and not flushed yet, and the sequence of the newest.
+        var unflushed: [URL] = []
+        var newestUnflushed: UInt64 = 0
+    }
     /// The device this store saves as.
     let replica: UUID
     /// Where large values live (``ExternalData``); `nil` in memory.
@@ -132,8 +147,8 @@ final class RecordDatabase: Sendable {
     func exportOutbox(to folder: URL) throws(RecordStoreError) -> Int {
         // Two contexts saving at once export one at a time: each removes what a killed write left, never the
         // other's file being written.
-        try exporting.withLock { swept throws(RecordStoreError) -> Int in
-            try exportUnlocked(to: folder, swept: &swept)
+        try exporting.withLock { export throws(RecordStoreError) -> Int in
+            try exportUnlocked(to: folder, export: &export)
         }
     }
 
@@ -149,8 +164,8 @@ final class RecordDatabase: Sendable {
         }
     }
 
-    /// The newest log written to the container since the database was opened (see `exported`).
-    var exportedSequence: UInt64 { exported.load(ordering: .acquiring) }
+    /// The newest log made durable in the container since the database was opened (see `durable`).
+    var durableSequence: UInt64 { durable.load(ordering: .acquiring) }
 
     /// Raises the save sequence to at least `sequence`: the highest log of this store found in its folder. A save
     /// lost with its database (restored from a backup, or a power loss before the database was durable) never
@@ -163,11 +178,11 @@ final class RecordDatabase: Sendable {
         }
     }
 
-    private func exportUnlocked(to folder: URL, swept: inout Set<URL>) throws(RecordStoreError) -> Int {
+    private func exportUnlocked(to folder: URL, export: inout Export) throws(RecordStoreError) -> Int {
         let pending = try read { access in
             try Row.fetchAll(
                 access.db, sql: "SELECT sequence, log FROM rs_outbox WHERE sequence > ? ORDER BY sequence",
-                arguments: [Int64(exportedSequence)]
+                arguments: [Int64(exported.load(ordering: .acquiring))]
             ).map {
                 (UInt64($0[0] as Int64), $0[1] as Data)
             }
@@ -177,25 +192,51 @@ final class RecordDatabase: Sendable {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             // A write that a crash cut short left its temporary file (only this store writes here): swept once, as
             // listing the folder for each save would cost more than the save once the folder fills.
-            if swept.insert(folder).inserted { Self.removeStaleTemporaries(in: folder) }
+            if export.swept.insert(folder).inserted { Self.removeStaleTemporaries(in: folder) }
             for (sequence, bytes) in pending {
                 let destination = folder.appendingPathComponent(Self.logFileName(sequence))
-                // Already there whole (the outbox keeps the newest log until the next save): made durable, not
+                // Already there whole (the outbox keeps logs until they are flushed): flushed with the others, not
                 // written again, which would look like a change to the engine and to every other device.
-                if let existing = FileManager.default.contents(atPath: destination.path), existing == bytes {
-                    try SafeFileWriter.synchronizeItem(at: destination)
-                    try SafeFileWriter.synchronizeDirectory(at: folder)
-                    continue
+                if FileManager.default.contents(atPath: destination.path) != bytes {
+                    // Renamed into place whole, so no one sees part of a log; flushed below with others.
+                    try SafeFileWriter.replaceItem(
+                        at: destination, synchronizesContents: false, synchronizesDirectory: false
+                    ) { temporary in
+                        try SafeFileWriter.writeFile(bytes, to: temporary, synchronizes: false)
+                    }
                 }
-                try SafeFileWriter.replaceItem(at: destination, synchronizesContents: false) { temporary in
-                    try SafeFileWriter.writeFile(bytes, to: temporary)
-                }
+                export.unflushed.append(destination)
+                export.newestUnflushed = sequence
             }
         } catch {
             throw RecordStoreError(
                 .storeFailed, "the store's logs cannot be written to \(folder.path)", underlying: error)
         }
         exported.store(pending.last!.0, ordering: .releasing)
+        if export.unflushed.count >= Self.logsFlushedTogether { try flush(&export) }
         return pending.count
+    }
+
+    /// Makes the logs written since the last flush durable, with their folders; their outbox rows then go with the
+    /// next save.
+    private func flush(_ export: inout Export) throws(RecordStoreError) {
+        do {
+            for url in export.unflushed { try SafeFileWriter.synchronizeItem(at: url) }
+            for folder in Set(export.unflushed.map { $0.deletingLastPathComponent() }) {
+                try SafeFileWriter.synchronizeDirectory(at: folder)
+            }
+        } catch {
+            throw RecordStoreError(.storeFailed, "the store's logs cannot be made durable", underlying: error)
+        }
+        export.unflushed = []
+        durable.store(export.newestUnflushed, ordering: .releasing)
+    }
+
+    /// Flushes the logs written and not flushed yet: for a store being closed, and for tests.
+    func flushExportedLogs() throws(RecordStoreError) {
+        try exporting.withLock { export throws(RecordStoreError) in
+            guard !export.unflushed.isEmpty else { return }
+            try flush(&export)
+        }
     }
 }

@@ -203,7 +203,7 @@ extension StoreAccess {
     /// Saves `changes` as the store's next log: stamps them, applies them, and (`keepingLog`, for a store whose saves
     /// go to a container) keeps the log in the outbox, all in this transaction, so that the store and its logs agree
     /// after a crash at any moment. The outbox forgets the logs up to `forgettingUpTo`, written to the container
-    /// since (``RecordDatabase/exportedSequence``): in this transaction rather than one of their own, which would
+    /// and made durable since (``RecordDatabase/durableSequence``): in this transaction rather than one of their own, which would
     /// cost a flush.
     /// - Returns: The log and what the save changed as an app sees it; `nil` when `changes` is empty.
     mutating func save(

@@ -17,4 +17,42 @@ struct DurabilityTests {
             #expect(level == 2, "FULL is 2; the pool had left NORMAL (1) on its writer")
         }
     }
+
+    @Test("logs are flushed together and kept in the outbox until then; logs a power loss took are written again")
+    func logsFlushedTogether() throws {
+        try withTemporaryFolder { folder in
+            let content = folder.appendingPathComponent("content", isDirectory: true)
+            var fixture = try StoreFixture(in: folder, content: content)
+            let context = fixture.context()
+            let item = Item(context: context)
+            func save(_ count: Int) throws {
+                for _ in 0..<count {
+                    item.quantity += 1
+                    try context.save()
+                }
+            }
+            func outbox(_ fixture: StoreFixture) throws -> [Int64] {
+                try fixture.store.database.read { try Int64.fetchAll($0.db, sql: "SELECT sequence FROM rs_outbox") }
+            }
+            let flushed = RecordDatabase.logsFlushedTogether
+            try save(3)
+            #expect(try outbox(fixture) == [1, 2, 3], "written to the container, not flushed yet")
+            try save(flushed)
+            let newest = Array(Int64(flushed + 1)...Int64(flushed + 3))
+            #expect(try outbox(fixture) == newest, "the flushed logs went with the saves after the flush")
+            try save(2)
+            let logs = try #require(fixture.store.logFolder)
+            let unflushed = (flushed + 1)...(flushed + 5)
+            let urls = unflushed.map { logs.appendingPathComponent(RecordDatabase.logFileName(UInt64($0))) }
+            let bytes = try urls.map { try Data(contentsOf: $0) }
+
+            // The machine loses power before the newest logs are flushed: their files are gone.
+            try fixture.coordinator.remove(fixture.store)
+            for url in urls { try FileManager.default.removeItem(at: url) }
+            fixture = try StoreFixture(in: folder, content: content)
+            #expect(try urls.map { try Data(contentsOf: $0) } == bytes, "written again whole from the outbox")
+            let files = try FileManager.default.contentsOfDirectory(atPath: logs.path).filter { $0.hasSuffix(".log") }
+            #expect(files.count == flushed + 5)
+        }
+    }
 }

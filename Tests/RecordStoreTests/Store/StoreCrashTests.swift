@@ -76,7 +76,7 @@ struct StoreCrashTests {
                 let before = try inode()
                 _ = try check()
                 let untouched = try inode() == before ? "untouched" : "written again"
-                // The outbox keeps the newest log until the next save, and opening the store writes it again.
+                // The outbox keeps the logs not flushed yet (the newest among them), and opening the store writes them again.
                 try bytes.prefix(bytes.count / 2).write(to: last)
                 let healed = try check()
                 let rewritten = try Data(contentsOf: last) == bytes
