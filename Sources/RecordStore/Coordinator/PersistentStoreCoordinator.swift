@@ -207,6 +207,7 @@ public final class PersistentStoreCoordinator: Sendable {
         while more {
             more = false
             var batch = MergeChanges()
+            var finished: [PersistentStore] = []
             coordinatorLock.lock()
             do {
                 defer { coordinatorLock.unlock() }
@@ -217,23 +218,28 @@ public final class PersistentStoreCoordinator: Sendable {
                         store: store, folder: folder, baselines: first, limit: importBatchLimit)
                     for problem in report.problems { logger.warning("\(problem)") }
                     batch.append(report.changes)
-                    guard !report.more else {
-                        more = true
-                        continue
-                    }
-                    do {
-                        try store.compact()
-                    } catch {
-                        logger.error("the store's progress or baseline could not be written: \(error)")
-                    }
+                    if report.more { more = true } else { finished.append(store) }
                 }
             }
             first = false
+            if !batch.isEmpty {
+                let changes = ObjectIDChanges(batch)
+                imports.send(changes)
+                NotificationCenter.default.post(
+                    name: Self.didImportUbiquitousContentChangesNotification, object: self, userInfo: changes.userInfo)
+            }
+            // The progress and any baseline are written once the app has heard: they are not what it waits for.
+            for store in finished {
+                coordinatorLock.lock()
+                defer { coordinatorLock.unlock() }
+                guard persistentStores.contains(where: { $0 === store }) else { continue }
+                do {
+                    try store.compact()
+                } catch {
+                    logger.error("the store's progress or baseline could not be written: \(error)")
+                }
+            }
             guard !batch.isEmpty else { continue }
-            let changes = ObjectIDChanges(batch)
-            imports.send(changes)
-            NotificationCenter.default.post(
-                name: Self.didImportUbiquitousContentChangesNotification, object: self, userInfo: changes.userInfo)
             posted(batch)
         }
     }
