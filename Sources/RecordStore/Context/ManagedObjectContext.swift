@@ -175,13 +175,13 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// The entity made as `type`.
     func entityDescription(for type: ManagedObject.Type) -> EntityDescription {
         guard let model else { preconditionFailure("the context has no coordinator, so no model") }
-        let matching = model.entities.filter { $0.managedObjectClass == type }
+        let matching = model.entitiesByClass[ObjectIdentifier(type)] ?? []
         precondition(matching.count == 1, "the model has \(matching.count) entities made as \(type), not one")
         return matching[0]
     }
 
     static func newObjectID(for entity: EntityDescription) -> ManagedObjectID {
-        ManagedObjectID(entityName: entity.name, uuid: UUID(), isTemporaryID: !entity.uniquenessKey.isEmpty)
+        ManagedObjectID(entityName: entity.name, uuid: .random(), isTemporaryID: !entity.uniquenessKey.isEmpty)
     }
 
     // MARK: - Objects

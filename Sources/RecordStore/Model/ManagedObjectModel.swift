@@ -20,6 +20,8 @@ public final class ManagedObjectModel: Sendable {
     public let problems: [String]
     /// Where each relationship's links are kept, by entity and relationship name.
     let storage: [String: [String: RelationshipStorage]]
+    /// The entities made as each class.
+    let entitiesByClass: [ObjectIdentifier: [EntityDescription]]
 
     /// Creates a model.
     /// - Parameters:
@@ -29,6 +31,7 @@ public final class ManagedObjectModel: Sendable {
         self.version = version
         self.entities = entities
         self.entitiesByName = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.entitiesByClass = Dictionary(grouping: entities) { ObjectIdentifier($0.managedObjectClass) }
         var problems: [String] = []
         if version < 1 { problems.append("the model's version must be 1 or more, not \(version)") }
         var storage: [String: [String: RelationshipStorage]] = [:]

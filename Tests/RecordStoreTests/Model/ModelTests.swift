@@ -83,4 +83,19 @@ struct ModelTests {
         #expect(
             family.uuid.uuidString == "\(family.uuid.uuidString.prefix(14))8\(family.uuid.uuidString.dropFirst(15))")
     }
+
+    @Test("new objects' ids are random version-4 UUIDs, as Foundation makes them")
+    func newIDsAreVersionFour() {
+        let ids = (0..<2_000).map { _ in ManagedObjectContext.newObjectID(for: TestModel.item).uuid.uuidString }
+        #expect(Set(ids).count == ids.count)
+        for id in ids {
+            let characters = Array(id)
+            #expect(characters[14] == "4", "\(id): the version")
+            #expect("89AB".contains(characters[19]), "\(id): the variant")
+        }
+        // Every other bit varies: each hex digit outside the version takes more than one value across the ids.
+        for position in Array(ids[0]).indices where ![8, 13, 14, 18, 23].contains(position) {
+            #expect(Set(ids.map { Array($0)[position] }).count > 1, "position \(position)")
+        }
+    }
 }
