@@ -1,6 +1,7 @@
 import DocumentKit
 import Foundation
 import Testing
+import UbiquityTestSupport
 
 @Suite("Document life cycle")
 @MainActor
@@ -143,7 +144,7 @@ struct DocumentLifecycleTests {
         document.edit("y")
         #expect(await document.close())
         #expect(recorder.states == [.normal, .editingDisabled, .closed])
-        #expect(await collected.value == [.normal, .editingDisabled, .closed])
+        #expect(await finished(collected) == [.normal, .editingDisabled, .closed])
     }
 
     @Test("completion-handler forms call back on the main actor")

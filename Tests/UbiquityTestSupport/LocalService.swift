@@ -34,10 +34,16 @@ public struct LocalService: Sendable {
         // Run as `ubiquity server` runs it, in a service group that `stop()` shuts down gracefully, as SIGTERM does.
         let group = ServiceGroup(
             configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
-        let task = Task { try await group.run() }
+        // The stream ends when the group does, so a service that cannot bind (a fixed port taken meanwhile) fails
+        // the start with its error instead of leaving it waiting for a port that never comes.
+        let task = Task {
+            defer { continuation.finish() }
+            try await group.run()
+        }
         var iterator = ports.makeAsyncIterator()
         guard let bound = await iterator.next() else {
-            throw ProtocolError(.internalError, "the service did not start")
+            if case .failure(let error) = await task.result { throw error }
+            throw ProtocolError(.internalError, "the service stopped before it started")
         }
         return LocalService(directory: directory, port: bound, service: service, group: group, task: task)
     }

@@ -23,11 +23,25 @@ public func eventually(
     _ timeout: Duration = .seconds(60), isolation: isolated (any Actor)? = #isolation, _ condition: () -> Bool
 ) async -> Bool {
     let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
+    while ContinuousClock.now < deadline, !Task.isCancelled {
         if condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))
     }
     return condition()
+}
+
+/// The value of `task` once it finishes, or once `timeout` passes and it is cancelled: a task collecting events from
+/// a stream ends when cancelled (the stream's iteration does), so a test that awaits events which never come fails
+/// on what was collected instead of waiting forever. A time limit would not do: it cancels the test, not the task.
+public func finished<Value: Sendable>(
+    _ task: Task<Value, Never>, within timeout: Duration = .seconds(60)
+) async -> Value {
+    let deadline = Task {
+        try? await Task.sleep(for: timeout)
+        task.cancel()
+    }
+    defer { deadline.cancel() }
+    return await task.value
 }
 
 /// Runs a long computation that waits on nothing — a simulation's thousands of histories — on a thread of its own at

@@ -173,7 +173,7 @@ struct DeviceCommandTests {
         let fetched = try await ubiquity(["download", path.string] + arguments, home: home)
         #expect(fetched.status == 0, "download: \(fetched.output)")
         #expect(try Data(contentsOf: layout.url(of: path)) == Data(text.utf8))
-        #expect(await heard.value, "the running engine did the download")
+        #expect(await finished(heard), "the running engine did the download")
         let evicted = try await ubiquity(["evict", path.string] + arguments, home: home)
         #expect(evicted.status == 0, "evict: \(evicted.output)")
         #expect(!FileManager.default.fileExists(atPath: layout.url(of: path).path))

@@ -171,7 +171,7 @@ struct TransferTests {
             return progress
         }
         try await desktop.download(path)
-        let progress = await collected.value
+        let progress = await finished(collected)
         #expect(progress.first??.completed == 0)
         #expect(progress.dropLast().last??.percentDone == 100)
         #expect(progress.count > 3, "progress is told chunk by chunk")

@@ -2,6 +2,7 @@ import Foundation
 import SyncEngine
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 /// A device's own key-value writes, read back from the service, are not news: an app that reloads its settings on
 /// every server change would otherwise redo work — or undo a newer local edit — after each of its own writes.
@@ -39,20 +40,24 @@ struct KeyValueEchoTests {
             // Events are handed to the stream as they happen: everything the rounds announced is in it before this.
             try await laptop.setKeyValues(["sentinel": .bool(true)])
 
-            var heard: [String] = []  // the written keys heard of as a local write
-            var echoed: [String] = []  // the written keys heard of as coming from the service
-            var fromService: Set<String> = []
             let written = Set(Self.values.keys)
-            for await event in events {
-                guard case .keyValuesChanged(let keys, let reason) = event else { continue }
-                if reason == .localChange {
-                    if keys == ["sentinel"] { break }
-                    heard += keys.filter(written.contains)
-                } else {
-                    if reason == .serverChange { fromService.formUnion(keys) }
-                    echoed += keys.filter(written.contains).map { "\($0) (\(reason))" }
-                }
-            }
+            let (heard, echoed, fromService) = await finished(
+                Task {
+                    var heard: [String] = []  // the written keys heard of as a local write
+                    var echoed: [String] = []  // the written keys heard of as coming from the service
+                    var fromService: Set<String> = []
+                    for await event in events {
+                        guard case .keyValuesChanged(let keys, let reason) = event else { continue }
+                        if reason == .localChange {
+                            if keys == ["sentinel"] { break }
+                            heard += keys.filter(written.contains)
+                        } else {
+                            if reason == .serverChange { fromService.formUnion(keys) }
+                            echoed += keys.filter(written.contains).map { "\($0) (\(reason))" }
+                        }
+                    }
+                    return (heard, echoed, fromService)
+                })
             #expect(Set(heard) == written, "the write was not heard of")
             #expect(fromService.contains("fromDesktop"), "the other device's write was not heard of as a server change")
             #expect(echoed.isEmpty, "the device's own write was announced back to it: \(echoed)")

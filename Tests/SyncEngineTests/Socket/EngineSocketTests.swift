@@ -176,13 +176,15 @@ struct EngineSocketTests {
             #expect(try await client.item(at: path)?.hasUnresolvedConflicts == false)
             let kept = try #require(devices.read(path.string, on: laptop))
             #expect(["milk, eggs", "milk, bread and butter"].map { Data($0.utf8) }.contains(kept))
-            var resolvedPushed = false
-            for await event in events {
-                if case .itemChanged(let item) = event, item.path == path, !item.hasUnresolvedConflicts {
-                    resolvedPushed = true
-                    break
-                }
-            }
+            let resolvedPushed = await finished(
+                Task {
+                    for await event in events {
+                        if case .itemChanged(let item) = event, item.path == path, !item.hasUnresolvedConflicts {
+                            return true
+                        }
+                    }
+                    return false
+                })
             #expect(resolvedPushed, "the resolution was pushed")
 
             // An unknown version is refused with its code.
@@ -419,11 +421,16 @@ extension EngineSocketTests {
             try await client.setKeyValues(["sortOrder": .string("aisle"), "old": .bool(true)])
             try await client.setKeyValues([:], removing: ["old"])
             #expect(try await client.keyValues() == ["sortOrder": .string("aisle")])
-            var heard: [String] = []
-            for await event in events {
-                if case .keyValuesChanged(let keys, .localChange) = event { heard += keys }
-                if heard.contains("old") && heard.contains("sortOrder") { break }
-            }
+            let heard = await finished(
+                Task {
+                    var heard: [String] = []
+                    for await event in events {
+                        if case .keyValuesChanged(let keys, .localChange) = event { heard += keys }
+                        if heard.contains("old") && heard.contains("sortOrder") { break }
+                    }
+                    return heard
+                })
+            #expect(heard.contains("old") && heard.contains("sortOrder"), "both writes were told as local changes")
             await #expect {
                 try await client.setKeyValues([String(repeating: "k", count: 65): .bool(true)])
             } throws: { ($0 as? ProtocolError)?.code == .keyValueKeyTooLong }

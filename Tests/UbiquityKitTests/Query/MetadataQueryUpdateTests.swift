@@ -107,7 +107,7 @@ struct MetadataQueryUpdateTests {
             query.stop()
             #expect(query.isStopped && !query.isStarted && !query.start())
             #expect(await eventually { ended.withLock { $0 } })
-            await consumer.value
+            await finished(consumer)
             let told = recorder.notified.withLock { $0.count }
 
             try await Self.land(["After.txt"], on: laptop, seenBy: desktop)

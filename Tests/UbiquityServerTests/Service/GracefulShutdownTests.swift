@@ -23,7 +23,10 @@ struct GracefulShutdownTests {
         let group = ServiceGroup(
             configuration: .init(
                 services: [application], gracefulShutdownSignals: [], logger: Logger(label: "ubiquity.server.test")))
-        let running = Task { try await group.run() }
+        let running = Task {
+            defer { continuation.finish() }  // a service that cannot start ends the wait for its port
+            try await group.run()
+        }
         var iterator = ports.makeAsyncIterator()
         let port = try #require(await iterator.next())
 

@@ -34,7 +34,10 @@ struct TransportAndKeyValueTests {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let application = try server.service.makeApplication { continuation.yield($0.localAddress?.port ?? 0) }
         // The service runs until this test cancels it.
-        let running = Task { try await application.run() }
+        let running = Task {
+            defer { continuation.finish() }  // a service that cannot start ends the wait for its port
+            try await application.run()
+        }
         defer { running.cancel() }
         var iterator = ports.makeAsyncIterator()
         let port = try #require(await iterator.next())
