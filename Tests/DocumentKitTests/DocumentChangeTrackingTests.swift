@@ -48,7 +48,7 @@ struct DocumentChangeTrackingTests {
         #expect(await document.save(to: url, for: .forCreating))
 
         document.edit("v2")
-        await clock.waitForSleepers(1)  // the autosave timer is set
+        #expect(await clock.waitForSleepers(1), "the autosave timer is set")
         clock.advance(by: .seconds(29))
         #expect(document.hasUnsavedChanges, "29 of 30 seconds: not yet")
         #expect(try String(contentsOf: url, encoding: .utf8) == "v1")

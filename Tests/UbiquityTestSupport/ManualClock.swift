@@ -23,7 +23,9 @@ public final class ManualClock: Clock, Sendable {
         var now = Instant(offset: .zero)
         var sleepers: [UUID: Sleeper] = [:]
         var cancelled: Set<UUID> = []
-        var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var watchers: [UUID: (count: Int, continuation: CheckedContinuation<Bool, Never>)] = [:]
+        /// Watchers whose deadline passed before they were registered.
+        var expired: Set<UUID> = []
     }
 
     private let state = Mutex(State())
@@ -38,13 +40,13 @@ public final class ManualClock: Clock, Sendable {
         let id = UUID()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let (resume, watchers) = state.withLock { state -> (Bool?, [CheckedContinuation<Void, Never>]) in
+                let (resume, watchers) = state.withLock { state -> (Bool?, [CheckedContinuation<Bool, Never>]) in
                     if state.cancelled.remove(id) != nil { return (false, []) }
                     if deadline <= state.now { return (true, []) }
                     state.sleepers[id] = Sleeper(deadline: deadline, continuation: continuation)
                     return (nil, Self.due(&state))
                 }
-                for watcher in watchers { watcher.resume() }
+                for watcher in watchers { watcher.resume(returning: true) }
                 switch resume {
                 case true?: continuation.resume()
                 case false?: continuation.resume(throwing: CancellationError())
@@ -77,23 +79,40 @@ public final class ManualClock: Clock, Sendable {
     /// How many wait on the clock now.
     public var sleeperCount: Int { state.withLock { $0.sleepers.count } }
 
-    /// Returns once at least `count` wait on the clock.
-    public func waitForSleepers(_ count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { state -> Bool in
-                if state.sleepers.count >= count { return true }
-                state.watchers.append((count, continuation))
-                return false
+    /// Waits until at least `count` wait on the clock, or (in real time) `timeout` passes.
+    /// - Returns: Whether they did: `false` when what should have slept on the clock never did.
+    @discardableResult
+    public func waitForSleepers(_ count: Int, within timeout: Duration = .seconds(60)) async -> Bool {
+        let id = UUID()
+        let deadline = Task {
+            try? await Task.sleep(for: timeout)
+            let watcher = self.state.withLock {
+                state -> (count: Int, continuation: CheckedContinuation<Bool, Never>)? in
+                guard let watcher = state.watchers.removeValue(forKey: id) else {
+                    state.expired.insert(id)
+                    return nil
+                }
+                return watcher
             }
-            if ready { continuation.resume() }
+            watcher?.continuation.resume(returning: false)
+        }
+        defer { deadline.cancel() }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let ready = state.withLock { state -> Bool? in
+                if state.sleepers.count >= count { return true }
+                if state.expired.remove(id) != nil { return false }
+                state.watchers[id] = (count, continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
         }
     }
 
     /// The watchers whose count is reached, removed from `state`.
-    private static func due(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
+    private static func due(_ state: inout State) -> [CheckedContinuation<Bool, Never>] {
         let count = state.sleepers.count
-        let ready = state.watchers.filter { $0.count <= count }.map(\.continuation)
-        state.watchers.removeAll { $0.count <= count }
-        return ready
+        let ready = state.watchers.filter { $0.value.count <= count }
+        for id in ready.keys { state.watchers[id] = nil }
+        return ready.values.map(\.continuation)
     }
 }

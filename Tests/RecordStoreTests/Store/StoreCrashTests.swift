@@ -24,11 +24,7 @@ struct StoreCrashTests {
                 var previous = 0
                 for kill in 1...100 where problems.count < 5 {
                     let acknowledged = try Self.killMidSave(helper: helper, arguments: ["save-loop", store, content])
-                    let check = try ChildProcess(
-                        helper, arguments: ["check", store, content], standardInput: .nullDevice,
-                        standardOutput: .pipe, standardError: .sameAsStandardOutput)
-                    let output = String(decoding: try check.readAllOutput(), as: UTF8.self)
-                    check.waitUntilExit()
+                    let output = try Self.check(helper: helper, store: store, content: content)
                     let line = output.split(separator: "\n").last.map(String.init) ?? ""
                     guard line.hasPrefix("ok "), let saves = Int(line.dropFirst(3)) else {
                         problems.append("kill \(kill): \(output)")
@@ -58,13 +54,7 @@ struct StoreCrashTests {
             let content = folder.appendingPathComponent("TransactionLogs")
             let outputs = try await offPool { () throws -> [String] in
                 _ = try Self.killMidSave(helper: helper, arguments: ["save-loop", store, content.path])
-                func check() throws -> String {
-                    let process = try ChildProcess(
-                        helper, arguments: ["check", store, content.path], standardInput: .nullDevice,
-                        standardOutput: .pipe, standardError: .sameAsStandardOutput)
-                    defer { process.waitUntilExit() }
-                    return String(decoding: try process.readAllOutput(), as: UTF8.self)
-                }
+                func check() throws -> String { try Self.check(helper: helper, store: store, content: content.path) }
                 let whole = try check()
                 let logs = try FileManager.default.subpathsOfDirectory(atPath: content.path)
                     .filter { $0.hasSuffix(".log") }.sorted().map { content.appendingPathComponent($0) }
@@ -96,6 +86,21 @@ struct StoreCrashTests {
             #expect(outputs[4].contains("problem:") && outputs[4].contains("digest"))
             #expect(outputs[5].contains("problem:") && outputs[5].contains("items in the store"))
         }
+    }
+
+    /// Runs the helper's check of `store` against its logs in `content` and returns what it printed; a check that has
+    /// not ended within two minutes is killed, so a stalled one fails the test instead of holding it.
+    private static func check(helper: URL, store: String, content: String) throws -> String {
+        let process = try ChildProcess(
+            helper, arguments: ["check", store, content], standardInput: .nullDevice, standardOutput: .pipe,
+            standardError: .sameAsStandardOutput)
+        let watchdog = DispatchWorkItem { _ = process.kill() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 120, execute: watchdog)
+        defer {
+            watchdog.cancel()
+            process.waitUntilExit()
+        }
+        return String(decoding: try process.readAllOutput(), as: UTF8.self)
     }
 
     /// Starts the save loop, waits for its first save, kills it 0–30 ms later; returns the last save it reported.

@@ -62,7 +62,7 @@ struct EngineClockTests {
             try Data("milk".utf8).write(to: desktop.layout.url(of: path))
             try await desktop.syncOnce()
             // The engine waits for its next poll on the clock; moving the clock runs it.
-            await clock.waitForSleepers(1)
+            #expect(await clock.waitForSleepers(1))
             clock.advance(by: .seconds(60))
             while (try? Data(contentsOf: laptop.layout.url(of: path))) != Data("milk".utf8) {
                 _ = try await rounds.next()
@@ -86,7 +86,8 @@ struct EngineClockTests {
             let path = try ItemPath("Documents/Pushed.txt")
             try Data("eggs".utf8).write(to: desktop.layout.url(of: path))
             try await desktop.syncOnce()
-            await clock.waitForSleepers(1)  // the engine is idle until its poll, which this clock never reaches
+            // The engine is idle until its poll, which this clock never reaches.
+            #expect(await clock.waitForSleepers(1))
             push.continuation.yield(.message(.changed(container: Self.container, token: ChangeToken("any"))))
             while (try? Data(contentsOf: laptop.layout.url(of: path))) != Data("eggs".utf8) {
                 _ = try await rounds.next()
@@ -109,7 +110,7 @@ struct EngineClockTests {
             // Each retry waits on the clock (beside the poll): move it past the backoff until a round succeeds.
             var succeeded = false
             while !succeeded {
-                await clock.waitForSleepers(2)
+                try #require(await clock.waitForSleepers(2), "the engine waits on the clock to retry")
                 clock.advance(by: .seconds(1))
                 succeeded = try await rounds.next() == nil
             }
