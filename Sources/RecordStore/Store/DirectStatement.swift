@@ -98,3 +98,69 @@ extension Statement {
         sqlite3_reset(handle)
     }
 }
+
+/// A row of a statement stepped with SQLite's own calls (``Statement/forEachRow(_:_:)``), read column by column
+/// without GRDB's generic decoding, which costs a metadata lookup a value.
+struct DirectRow: RowReading {
+    fileprivate let handle: OpaquePointer
+
+    func databaseValue(at index: Int) -> DatabaseValue {
+        let column = CInt(index)
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_INTEGER:
+            return sqlite3_column_int64(handle, column).databaseValue
+        case SQLITE_FLOAT:
+            return sqlite3_column_double(handle, column).databaseValue
+        case SQLITE_TEXT:
+            guard let text = sqlite3_column_text(handle, column) else { return "".databaseValue }
+            let count = Int(sqlite3_column_bytes(handle, column))
+            return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self).databaseValue
+        case SQLITE_BLOB:
+            let count = Int(sqlite3_column_bytes(handle, column))
+            guard let bytes = sqlite3_column_blob(handle, column), count > 0 else { return Data().databaseValue }
+            return Data(bytes: bytes, count: count).databaseValue
+        default:
+            return .null
+        }
+    }
+
+    /// The 16 bytes of a UUID column; `nil` for anything else.
+    func uuid(at index: Int) -> UUID? {
+        let column = CInt(index)
+        guard sqlite3_column_type(handle, column) == SQLITE_BLOB, sqlite3_column_bytes(handle, column) == 16,
+            let bytes = sqlite3_column_blob(handle, column)
+        else { return nil }
+        return UUID(uuid: bytes.loadUnaligned(as: uuid_t.self))
+    }
+}
+
+/// A row whose columns are read by index: GRDB's `Row`, or a ``DirectRow``.
+protocol RowReading {
+    func databaseValue(at index: Int) -> DatabaseValue
+}
+
+extension Row: RowReading {
+    func databaseValue(at index: Int) -> DatabaseValue { self[index] }
+}
+
+extension Statement {
+    /// Runs a query, its parameters bound by `bind`, handing each row to `body` as it is stepped to.
+    /// - Throws: GRDB's `DatabaseError` for SQLite's refusal, with the statement's SQL; whatever `body` throws.
+    func forEachRow(_ bind: (inout DirectBindings) throws -> Void, _ body: (DirectRow) throws -> Void) throws {
+        let handle = sqliteStatement
+        sqlite3_reset(handle)
+        sqlite3_clear_bindings(handle)
+        defer { sqlite3_reset(handle) }
+        var bindings = DirectBindings(handle)
+        try bind(&bindings)
+        var code = sqlite3_step(handle)
+        while code == SQLITE_ROW {
+            try body(DirectRow(handle: handle))
+            code = sqlite3_step(handle)
+        }
+        guard code == SQLITE_DONE else {
+            let message = String(cString: sqlite3_errmsg(sqlite3_db_handle(handle)))
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
+        }
+    }
+}

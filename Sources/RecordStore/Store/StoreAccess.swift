@@ -99,13 +99,17 @@ extension StoreAccess {
     {
         let table = try schema.table(entity)
         let condition = filter.map { " AND \($0.condition)" } ?? ""
-        let rows = try Row.fetchCursor(
-            db.cachedStatement(
-                sql: "SELECT id, \(table.snapshotColumns) FROM \(table.name) WHERE _live = 1\(condition)"),
-            arguments: StatementArguments(filter?.arguments ?? []))
+        let statement = try db.cachedStatement(
+            sql: "SELECT id, \(table.snapshotColumns) FROM \(table.name) WHERE _live = 1\(condition)")
         var snapshots: [(ManagedObjectID, ObjectSnapshot)] = []
-        while let row = try rows.next() {
-            let id = ManagedObjectID(entityName: entity, uuid: UUID(row[0] as Data))
+        let external = external
+        try statement.forEachRow { bindings in
+            for argument in filter?.arguments ?? [] { bindings.bind(argument) }
+        } _: { row in
+            guard let uuid = row.uuid(at: 0) else {
+                throw RecordStoreError(.storeFailed, "a row of \(entity) has an id that is not 16 bytes")
+            }
+            let id = ManagedObjectID(entityName: entity, uuid: uuid)
             snapshots.append((id, try table.snapshot(from: row, offset: 1, external: external)))
         }
         return snapshots

@@ -148,13 +148,13 @@ struct EntityTable: Sendable {
     /// Reads an app's view of an object from a row of ``snapshotColumns`` starting at `offset`: each property's
     /// value, an attribute never set at its default. The stamps are decoded only when that question arises (an empty
     /// column of an attribute with a default: never set, or set to nothing), which a fetch of many rows rarely asks.
-    func snapshot(from row: Row, offset: Int = 0, external: ExternalData? = nil) throws(RecordStoreError)
+    func snapshot(from row: some RowReading, offset: Int = 0, external: ExternalData? = nil) throws(RecordStoreError)
         -> ObjectSnapshot
     {
         var values = [String: RecordValue](minimumCapacity: columns.count)
         var unsure: [Int] = []
         for (index, column) in columns.enumerated() {
-            let stored: DatabaseValue = row[offset + 1 + index]
+            let stored = row.databaseValue(at: offset + 1 + index)
             if stored.isNull {
                 values[column.property] = .null
                 if !defaults[index].isNull { unsure.append(index) }
@@ -167,7 +167,8 @@ struct EntityTable: Sendable {
             }
         }
         if !unsure.isEmpty {
-            let stamped = Set(try StampList.decode(row[offset] as Data).map(\.0))
+            let stamps = Data.fromDatabaseValue(row.databaseValue(at: offset)) ?? Data()
+            let stamped = Set(try StampList.decode(stamps).map(\.0))
             for index in unsure where !stamped.contains(columns[index].property) {
                 values[columns[index].property] = defaults[index]
             }

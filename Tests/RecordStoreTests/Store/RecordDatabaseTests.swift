@@ -154,6 +154,19 @@ struct RecordDatabaseTests {
                     try access.save([ObjectChange(id: id, existence: true, values: values)], physicalMilliseconds: 9)
                 }
                 let snapshot = try #require(try database.read { try $0.snapshot(id) })
+                // A fetch reads rows its own way (SQLite's calls, not GRDB's rows): the same values either way.
+                let fetched = try database.read { try $0.liveSnapshots(of: "Everything") }.first { $0.0 == id }?.1
+                #expect(fetched?.values.count == snapshot.values.count)
+                for (name, value) in fetched?.values ?? [:] {
+                    if case .double(let number) = value, number.isNaN {
+                        guard case .double(let read) = snapshot.values[name], read.isNaN else {
+                            Issue.record("NaN fetched, \(String(describing: snapshot.values[name])) read")
+                            continue
+                        }
+                    } else {
+                        #expect(snapshot.values[name] == value, "\(name) in a fetch")
+                    }
+                }
                 for (name, value) in values {
                     if case .double(let number) = value, number.isNaN {
                         guard case .double(let read) = snapshot.values[name] else {
