@@ -17,9 +17,14 @@ struct StoreAccess {
 extension StoreAccess: MergeTarget {
     func record(_ id: ManagedObjectID) throws -> ObjectRecord? {
         let table = try schema.table(id.entityName)
-        let statement = try db.cachedStatement(sql: table.selectSQL)
-        guard let row = try Row.fetchOne(statement, arguments: [id.uuid.data]) else { return nil }
-        return try table.record(from: row, external: external)
+        var record: ObjectRecord?
+        let external = external
+        try db.cachedStatement(sql: table.selectSQL).forEachRow {
+            $0.bind(id.uuid)
+        } _: { row in
+            record = try table.record(from: row, external: external)
+        }
+        return record
     }
 
     mutating func setRecord(_ record: ObjectRecord, for id: ManagedObjectID) throws {

@@ -195,21 +195,24 @@ struct EntityTable: Sendable {
 
     /// Reads a record from a row of ``selectSQL`` (or any row whose first columns are ``recordColumns``,
     /// starting at `offset`).
-    func record(from row: Row, offset: Int = 0, external: ExternalData? = nil) throws(RecordStoreError) -> ObjectRecord
+    func record(from row: some RowReading, offset: Int = 0, external: ExternalData? = nil) throws(RecordStoreError)
+        -> ObjectRecord
     {
         var record = ObjectRecord()
-        let live: Int64? = row[offset]
-        if let live {
-            let time: Int64 = row[offset + 1]
-            let device: Data = row[offset + 2]
+        if case .int64(let live) = row.databaseValue(at: offset).storage {
+            guard case .int64(let time) = row.databaseValue(at: offset + 1).storage,
+                case .blob(let device) = row.databaseValue(at: offset + 2).storage, device.count == 16
+            else {
+                throw RecordStoreError(.storeFailed, "a record of \(entity.name) has an unreadable existence stamp")
+            }
             record.existence = Register(live != 0, stamp: Stamp(time: UInt64(bitPattern: time), device: UUID(device)))
         }
-        let stamps: Data = row[offset + 3]
+        let stamps = Data.fromDatabaseValue(row.databaseValue(at: offset + 3)) ?? Data()
         for (property, stamp) in try StampList.decode(stamps) {
             // A property a later model no longer stores (as a column): its register is not read.
             guard let index = columnIndex[property] else { continue }
             let column = columns[index]
-            let stored: DatabaseValue = row[offset + 4 + index]
+            let stored = row.databaseValue(at: offset + 4 + index)
             let value: RecordValue
             if column.isExternal, let external, case .string(let reference) = stored.storage,
                 reference.hasPrefix(ExternalData.referencePrefix)
