@@ -158,13 +158,16 @@ public final class PersistentStoreCoordinator: Sendable {
     }
 
     /// Adds a store off the caller's thread, as the book does before telling the interface it is ready.
+    ///
+    /// The add (opening, migrating, the first import) runs on a queue of its own, not `DispatchQueue.global()`: on
+    /// Linux that is the pool Swift concurrency runs on, one thread a core, which blocking work there starves.
     @discardableResult
     public func addPersistentStore(
         type: PersistentStore.StoreType = .sqlite, configuration: String? = nil, at url: URL?,
         options: [String: any Sendable]? = nil
     ) async throws -> PersistentStore {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
+            DispatchQueue(label: "RecordStore.PersistentStoreCoordinator.add").async {
                 continuation.resume(
                     with: Result { () throws(RecordStoreError) -> PersistentStore in
                         try self.addPersistentStore(type: type, configuration: configuration, at: url, options: options)

@@ -84,8 +84,13 @@ struct BaselineTests {
                 first.title = "Before"
                 try onA.save()
             }
-            try offline?.coordinator.importUbiquitousContent()
-            offline = nil  // the device goes away, its folder and progress stay in the content
+            let away = try #require(offline)
+            try away.coordinator.importUbiquitousContent()
+            // The device goes away, its folder and progress stay in the content. Removed, its store imports nothing
+            // more; dropping the coordinator alone would leave an import it had scheduled free to run and claim A's
+            // next logs.
+            try away.coordinator.remove(away.store)
+            offline = nil
 
             try withExtendedLifetime(onA) {
                 for index in 1...9 {
