@@ -228,6 +228,7 @@ let package = Package(
                 "UbiquityKit",
                 "UbiquityProtocol", "UbiquityTestSupport", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

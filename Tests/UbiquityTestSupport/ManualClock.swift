@@ -85,6 +85,8 @@ public final class ManualClock: Clock, Sendable {
     public func waitForSleepers(_ count: Int, within timeout: Duration = .seconds(60)) async -> Bool {
         let id = UUID()
         let deadline = Task {
+            // A deadline, not a wait: the caller awaits the sleepers themselves; this only bounds that wait when
+            // what should sleep on the clock never does, which no event reports.
             try? await Task.sleep(for: timeout)
             let watcher = self.state.withLock {
                 state -> (count: Int, continuation: CheckedContinuation<Bool, Never>)? in

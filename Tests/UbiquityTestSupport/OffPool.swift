@@ -37,6 +37,8 @@ public func finished<Value: Sendable>(
     _ task: Task<Value, Never>, within timeout: Duration = .seconds(60)
 ) async -> Value {
     let deadline = Task {
+        // A deadline, not a wait: the test awaits the task's own end; this sleep only bounds it, since events that
+        // never come have nothing to be awaited.
         try? await Task.sleep(for: timeout)
         task.cancel()
     }

@@ -143,13 +143,12 @@ enum LogImport {
         return Array(try handle.read(upToCount: count) ?? Data())
     }
 
+    /// A whole log file; one over ``maximumLogSize`` is refused as corrupt.
     static func read(_ url: URL) throws -> [UInt8] {
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        let data = try handle.read(upToCount: maximumLogSize + 1) ?? Data()
-        guard data.count <= maximumLogSize else {
+        let bytes = try read(url, upTo: maximumLogSize + 1)
+        guard bytes.count <= maximumLogSize else {
             throw RecordStoreError(.corruptLog, "a log of more than \(maximumLogSize) bytes")
         }
-        return Array(data)
+        return bytes
     }
 }

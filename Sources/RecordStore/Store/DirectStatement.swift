@@ -9,6 +9,9 @@ import GRDBSQLite
 struct DirectBindings {
     private let handle: OpaquePointer
     private var index: CInt = 1
+    /// The first bind SQLite refused (a value over its length limit, no memory, a parameter past the statement's):
+    /// the statement is not run, since the refused parameter would be stored as NULL.
+    fileprivate private(set) var refusal: CInt?
 
     fileprivate init(_ handle: OpaquePointer) { self.handle = handle }
 
@@ -70,9 +73,19 @@ struct DirectBindings {
     }
 
     private mutating func bind(_ call: (CInt) -> CInt) {
-        // Binding fails only for an index past the parameters or out of memory; the step then reports it.
-        _ = call(index)
+        let code = call(index)
+        if code != SQLITE_OK, refusal == nil { refusal = code }
         index += 1
+    }
+
+    /// Throws the first refused bind, naming the parameter's statement.
+    fileprivate func check(_ statement: Statement) throws {
+        guard let refusal else { return }
+        let message = String(cString: sqlite3_errstr(refusal))
+        sqlite3_clear_bindings(handle)
+        throw DatabaseError(
+            resultCode: ResultCode(rawValue: refusal), message: "a parameter was refused: \(message)",
+            sql: statement.sql)
     }
 }
 
@@ -88,6 +101,7 @@ extension Statement {
         sqlite3_clear_bindings(handle)
         var bindings = DirectBindings(handle)
         try bind(&bindings)
+        try bindings.check(self)
         var code = sqlite3_step(handle)
         while code == SQLITE_ROW { code = sqlite3_step(handle) }
         guard code == SQLITE_DONE else {
@@ -153,6 +167,7 @@ extension Statement {
         defer { sqlite3_reset(handle) }
         var bindings = DirectBindings(handle)
         try bind(&bindings)
+        try bindings.check(self)
         var code = sqlite3_step(handle)
         while code == SQLITE_ROW {
             try body(DirectRow(handle: handle))

@@ -232,7 +232,7 @@ final class RecordDatabase: Sendable {
         durable.store(export.newestUnflushed, ordering: .releasing)
     }
 
-    /// Flushes the logs written and not flushed yet: for a store being closed, and for tests.
+    /// Flushes the logs written and not flushed yet, for a store being removed.
     func flushExportedLogs() throws(RecordStoreError) {
         try exporting.withLock { export throws(RecordStoreError) in
             guard !export.unflushed.isEmpty else { return }

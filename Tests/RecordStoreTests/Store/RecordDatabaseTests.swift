@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import SyncSimulation
 import Testing
 
@@ -118,6 +119,26 @@ struct RecordDatabaseTests {
 
             let error = #expect(throws: RecordStoreError.self) { try RecordDatabase(url: url, model: TestModel.model) }
             #expect(error?.code == .newerModel, "an older app does not open a store a newer one wrote")
+        }
+    }
+
+    @Test("a value SQLite refuses to bind fails the write, and nothing is stored as NULL in its place")
+    func refusedBindFailsTheWrite() throws {
+        let queue = try DatabaseQueue()
+        try queue.write { db in
+            try db.execute(sql: "CREATE TABLE t (v BLOB)")
+            // A value over SQLite's length limit (1 GB by default; 100 bytes here) is refused as it is bound.
+            _ = sqlite3_limit(db.sqliteConnection, SQLITE_LIMIT_LENGTH, 100)
+            let statement = try db.makeStatement(sql: "INSERT INTO t (v) VALUES (?)")
+            do {
+                try statement.run { $0.bind(bytes: Data(count: 200)) }
+                Issue.record("a refused parameter was run as NULL")
+            } catch let error as DatabaseError {
+                #expect(error.resultCode == .SQLITE_TOOBIG)
+            }
+            try statement.run { $0.bind(bytes: Data(count: 50)) }
+            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM t") == 1)
+            #expect(try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM t WHERE v IS NULL") == 0)
         }
     }
 
