@@ -48,30 +48,26 @@ extension ManagedObjectContext {
             // SQLite filters what it can answer as Swift would; objects changed here and not saved are judged in
             // memory below, whatever the store holds for them.
             let filter = request.predicate.flatMap { PredicateSQL($0, entity: entity) }
-            let snapshots = try database().read { try $0.liveSnapshots(of: entity.name, where: filter) }
+            let database = try database()
             var matched: [Result] = []
             var unmatched: [Result] = []
-            if filter == nil {
-                unmatched.reserveCapacity(snapshots.count)
-            } else {
-                matched.reserveCapacity(snapshots.count)
-            }
-            registered.reserveCapacity(registered.count + snapshots.count)
             // The store's objects, told apart from inserted and changed ones only when some are pending.
             let changedHere =
                 request.includesPendingChanges
                 && pending.contains { $0.state == .inserted || (filter != nil && $0.entity === entity) }
             var seen: Set<ManagedObjectID> = []
-            for (id, snapshot) in snapshots {
-                let object = registeredObject(id)
-                if object.snapshot == nil { object.snapshot = snapshot }
-                if changedHere { seen.insert(id) }
-                if request.includesPendingChanges, object.state == .deleted || object.state == .gone { continue }
-                guard let object = object as? Result else { continue }
-                if filter == nil || (changedHere && object.hasPropertyChanges) {
-                    unmatched.append(object)
-                } else {
-                    matched.append(object)
+            try database.read { access in
+                try access.forEachLiveSnapshot(of: entity.name, where: filter) { id, snapshot in
+                    let object = registeredObject(id, of: entity)
+                    if object.snapshot == nil { object.snapshot = snapshot }
+                    if changedHere { seen.insert(id) }
+                    if request.includesPendingChanges, object.state == .deleted || object.state == .gone { return }
+                    guard let object = object as? Result else { return }
+                    if filter == nil || (changedHere && object.hasPropertyChanges) {
+                        unmatched.append(object)
+                    } else {
+                        matched.append(object)
+                    }
                 }
             }
             if changedHere {
@@ -84,9 +80,11 @@ extension ManagedObjectContext {
             }
             return (matched, unmatched)
         }
-        var results =
-            try request.predicate.map { predicate in try matched + unmatched.filter { try predicate.evaluate($0) } }
-            ?? unmatched
+        // Without a predicate every object is in `unmatched`.
+        var results = request.predicate == nil ? unmatched : matched
+        if let predicate = request.predicate {
+            for object in unmatched where try predicate.evaluate(object) { results.append(object) }
+        }
         if !request.sortDescriptors.isEmpty { results.sort(using: request.sortDescriptors) }
         if request.fetchOffset > 0 { results = Array(results.dropFirst(request.fetchOffset)) }
         if request.fetchLimit > 0 { results = Array(results.prefix(request.fetchLimit)) }

@@ -234,12 +234,12 @@ extension ManagedObjectContext {
                 // What the context read: an attribute when first read or set, a to-one when its relationship was.
                 let read =
                     object.entity.attributesByName[key] != nil
-                    ? cached.values[key] ?? .null
+                    ? cached[key] ?? .null
                     : object.storedRelationships[key]?.first.map { .object($0.objectID) } ?? .null
-                guard read != stored.values[key] ?? .null else { continue }
+                guard read != stored[key] ?? .null else { continue }
                 let conflict = MergeConflict(
                     objectID: object.objectID, property: key, objectValue: currentValue(of: object, key),
-                    cachedValue: read, persistedValue: stored.values[key] ?? .null)
+                    cachedValue: read, persistedValue: stored[key] ?? .null)
                 conflicts.append(conflict)
                 owners[conflict] = object
             }
@@ -321,16 +321,22 @@ extension ManagedObjectContext {
     private func settle(_ object: ManagedObject, stale: Bool, id: (ManagedObject) -> ManagedObjectID) {
         var snapshot: ObjectSnapshot?
         // A deleted object keeps the values it had, for whoever is told of its deletion.
-        if !stale, object.state != .gone {
-            var values = object.snapshot?.values ?? [:]
-            for attribute in object.entity.attributes {
-                values[attribute.name] = attributeValue(of: object, attribute.name)
+        if !stale, object.state != .gone, let layout = try? database().schema.table(object.entity.name).layout {
+            let attributes = object.entity.attributes
+            let stored = object.snapshot
+            // The layout lists the attributes first, in the entity's order, then the to-ones stored as registers.
+            var values: [RecordValue] = []
+            values.reserveCapacity(layout.properties.count)
+            for (index, key) in layout.properties.enumerated() {
+                if index < attributes.count {
+                    values.append(attributeValue(of: object, key))
+                } else if let targets = object.relationships[key] {
+                    values.append(targets.first.map { .object(id($0)) } ?? .null)
+                } else {
+                    values.append(stored?[key] ?? .null)
+                }
             }
-            for (key, targets) in object.relationships
-            where model?.storage(ofRelationship: key, in: object.entity.name) == .register {
-                values[key] = targets.first.map { .object(id($0)) } ?? .null
-            }
-            snapshot = ObjectSnapshot(values: values)
+            snapshot = ObjectSnapshot(layout: layout, values: values)
         }
         let newID = id(object)
         if stale, object.state == .fault, (try? database().read({ try $0.isLive(object.objectID) })) == false {

@@ -237,6 +237,17 @@ public final class ManagedObjectContext: @unchecked Sendable {
         return register(entity: entity, id: id)
     }
 
+    /// The registered object with `id`, of `entity`, or a new fault for it: looked up and registered with one hash
+    /// of the id, for a fetch registering thousands.
+    func registeredObject(_ id: ManagedObjectID, of entity: EntityDescription) -> ManagedObject {
+        func fault() -> ManagedObject {
+            let object = entity.managedObjectClass.init(entity: entity, objectID: id)
+            object.managedObjectContext = self
+            return object
+        }
+        return { (slot: inout ManagedObject) in slot }(&registered[id, default: fault()])
+    }
+
     private func register(entity: EntityDescription, id: ManagedObjectID) -> ManagedObject {
         let object = entity.managedObjectClass.init(entity: entity, objectID: id)
         object.managedObjectContext = self
@@ -304,9 +315,9 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// An attribute's value: changed in memory, else as read from the store, else the attribute's default.
     func attributeValue(of object: ManagedObject, _ key: String) -> RecordValue {
-        if let value = object.changedValues[key] { return value }
-        let attribute = object.entity.attributesByName[key]
-        return fire(object).values[key] ?? attribute?.defaultValue ?? .null
+        if !object.changedValues.isEmpty, let value = object.changedValues[key] { return value }
+        if let value = fire(object)[key] { return value }
+        return object.entity.attributesByName[key]?.defaultValue ?? .null
     }
 
     /// The object's snapshot, read from the store the first time; an inserted or vanished object reads its
@@ -314,7 +325,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     @discardableResult
     func fire(_ object: ManagedObject) -> ObjectSnapshot {
         if let snapshot = object.snapshot { return snapshot }
-        var snapshot = ObjectSnapshot(values: [:])
+        var snapshot = ObjectSnapshot.empty
         if object.state != .inserted, let database = try? database(),
             let stored = try? database.read({ try $0.snapshot(object.objectID) })
         {
@@ -334,14 +345,17 @@ public final class ManagedObjectContext: @unchecked Sendable {
             refuse(object, key, .typeMismatch, "\(object.entity.name).\(key) cannot hold \(value)")
             return
         }
-        let old = attributeValue(of: object, key)
+        let stored = object.state == .inserted ? nil : fire(object)[key]
+        let old = object.changedValues[key] ?? stored ?? attribute.defaultValue
         guard old != value else { return }
-        if object.state != .inserted, fire(object).values[key] ?? attribute.defaultValue == value {
+        if object.state != .inserted, stored ?? attribute.defaultValue == value {
             object.changedValues[key] = nil
         } else {
+            if object.changedValues.isEmpty { object.changedValues.reserveCapacity(object.entity.attributes.count) }
             object.changedValues[key] = value
         }
-        pending.insert(object)
+        // An inserted object is pending from its insert until the save.
+        if object.state != .inserted { pending.insert(object) }
         registerUndo(object) { context, object in context.setAttribute(old, of: object, key) }
     }
 

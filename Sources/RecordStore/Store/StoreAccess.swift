@@ -75,9 +75,47 @@ extension Stamp {
 
 // MARK: - What an app reads
 
-/// An object's attributes and stored to-one targets as the store holds them, unset attributes at their defaults.
+/// An object's attributes and stored to-one targets as the store holds them, unset attributes at their defaults:
+/// a value per column of its entity's table, in the columns' order, so that reading ten thousand rows makes ten
+/// thousand arrays rather than as many hashed tables.
 struct ObjectSnapshot: Sendable, Hashable {
-    var values: [String: RecordValue]
+    /// The properties `values` hold, in order.
+    let layout: SnapshotLayout
+    /// Each property's value.
+    var values: [RecordValue]
+
+    /// The snapshot of an object that was never stored: every property reads as unset.
+    static let empty = ObjectSnapshot(layout: .empty, values: [])
+
+    /// The value of `property`; `nil` for a property the snapshot does not hold.
+    subscript(property: String) -> RecordValue? {
+        layout.index[property].map { values[$0] }
+    }
+
+    /// The values by property name.
+    var byProperty: [String: RecordValue] {
+        Dictionary(zip(layout.properties, values), uniquingKeysWith: { first, _ in first })
+    }
+}
+
+/// The properties of an entity's snapshots, in their order: its attributes as the model lists them, then the to-ones
+/// its table stores as registers.
+final class SnapshotLayout: Sendable, Hashable {
+    let properties: [String]
+    let index: [String: Int]
+
+    init(_ properties: [String]) {
+        self.properties = properties
+        self.index = Dictionary(properties.enumerated().map { ($1, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    static let empty = SnapshotLayout([])
+
+    static func == (lhs: SnapshotLayout, rhs: SnapshotLayout) -> Bool {
+        lhs === rhs || lhs.properties == rhs.properties
+    }
+
+    func hash(into hasher: inout Hasher) { hasher.combine(properties) }
 }
 
 extension StoreAccess {
@@ -102,11 +140,20 @@ extension StoreAccess {
     func liveSnapshots(of entity: String, where filter: PredicateSQL? = nil) throws
         -> [(ManagedObjectID, ObjectSnapshot)]
     {
+        var snapshots: [(ManagedObjectID, ObjectSnapshot)] = []
+        try forEachLiveSnapshot(of: entity, where: filter) { snapshots.append(($0, $1)) }
+        return snapshots
+    }
+
+    /// Hands each live object of `entity` (meeting `filter` when there is one) to `body` with its snapshot, as its
+    /// row is read, in the order of the ids' bytes.
+    func forEachLiveSnapshot(
+        of entity: String, where filter: PredicateSQL? = nil, _ body: (ManagedObjectID, ObjectSnapshot) throws -> Void
+    ) throws {
         let table = try schema.table(entity)
         let condition = filter.map { " AND \($0.condition)" } ?? ""
         let statement = try db.cachedStatement(
             sql: "SELECT id, \(table.snapshotColumns) FROM \(table.name) WHERE _live = 1\(condition)")
-        var snapshots: [(ManagedObjectID, ObjectSnapshot)] = []
         let external = external
         try statement.forEachRow { bindings in
             for argument in filter?.arguments ?? [] { bindings.bind(argument) }
@@ -114,10 +161,9 @@ extension StoreAccess {
             guard let uuid = row.uuid(at: 0) else {
                 throw RecordStoreError(.storeFailed, "a row of \(entity) has an id that is not 16 bytes")
             }
-            let id = ManagedObjectID(entityName: entity, uuid: uuid)
-            snapshots.append((id, try table.snapshot(from: row, offset: 1, external: external)))
+            try body(
+                ManagedObjectID(entityName: entity, uuid: uuid), try table.snapshot(from: row, offset: 1, external: external))
         }
-        return snapshots
     }
 
     /// The number of live objects of `entity`.
@@ -134,7 +180,7 @@ extension StoreAccess {
         let destination = try schema.table(description.destinationEntityName)
         switch storage {
         case .register:
-            guard let snapshot = try snapshot(id), case .object(let target) = snapshot.values[relationship] ?? .null,
+            guard let snapshot = try snapshot(id), case .object(let target) = snapshot[relationship] ?? .null,
                 try isLive(target)
             else { return [] }
             return [target]

@@ -85,7 +85,8 @@ struct EntityTable: Sendable {
     let name: String
     /// The attribute and to-one register columns, in the order of the statements' arguments.
     let columns: [PropertyColumn]
-    let columnIndex: [String: Int]
+    /// The columns' properties, as snapshots hold them, and each one's index.
+    let layout: SnapshotLayout
     /// Each column's value when its property was never set: the attribute's default, nothing for a to-one.
     let defaults: [RecordValue]
     /// The to-manys stored as links from this entity.
@@ -130,7 +131,7 @@ struct EntityTable: Sendable {
         self.columns = columns
         let attributes = Dictionary(uniqueKeysWithValues: entity.attributes.map { ($0.name, $0) })
         self.defaults = columns.map { attributes[$0.property]?.defaultValue ?? .null }
-        self.columnIndex = Dictionary(uniqueKeysWithValues: columns.enumerated().map { ($1.property, $0) })
+        self.layout = SnapshotLayout(columns.map(\.property))
         self.linkRelationships = links
         let names = columns.map { "\"\($0.column)\"" }
         self.selectSQL =
@@ -151,29 +152,30 @@ struct EntityTable: Sendable {
     func snapshot(from row: some RowReading, offset: Int = 0, external: ExternalData? = nil) throws(RecordStoreError)
         -> ObjectSnapshot
     {
-        var values = [String: RecordValue](minimumCapacity: columns.count)
+        var values: [RecordValue] = []
+        values.reserveCapacity(columns.count)
         var unsure: [Int] = []
         for (index, column) in columns.enumerated() {
             let stored = row.databaseValue(at: offset + 1 + index)
             if stored.isNull {
-                values[column.property] = .null
+                values.append(.null)
                 if !defaults[index].isNull { unsure.append(index) }
             } else if column.isExternal, let external, case .string(let reference) = stored.storage,
                 reference.hasPrefix(ExternalData.referencePrefix)
             {
-                values[column.property] = .data(try external.load(reference, for: "\(entity.name).\(column.property)"))
+                values.append(.data(try external.load(reference, for: "\(entity.name).\(column.property)")))
             } else {
-                values[column.property] = try column.value(from: stored, entity: entity.name)
+                values.append(try column.value(from: stored, entity: entity.name))
             }
         }
         if !unsure.isEmpty {
             let stamps = Data.fromDatabaseValue(row.databaseValue(at: offset)) ?? Data()
             let stamped = Set(try StampList.decode(stamps).map(\.0))
             for index in unsure where !stamped.contains(columns[index].property) {
-                values[columns[index].property] = defaults[index]
+                values[index] = defaults[index]
             }
         }
-        return ObjectSnapshot(values: values)
+        return ObjectSnapshot(layout: layout, values: values)
     }
 
     /// The references to files that the columns allowing them hold for `id`.
@@ -210,7 +212,7 @@ struct EntityTable: Sendable {
         let stamps = Data.fromDatabaseValue(row.databaseValue(at: offset + 3)) ?? Data()
         for (property, stamp) in try StampList.decode(stamps) {
             // A property a later model no longer stores (as a column): its register is not read.
-            guard let index = columnIndex[property] else { continue }
+            guard let index = layout.index[property] else { continue }
             let column = columns[index]
             let stored = row.databaseValue(at: offset + 4 + index)
             let value: RecordValue

@@ -37,7 +37,7 @@ struct RecordDatabaseTests {
                     for (id, snapshot) in live {
                         for attribute in entity.attributes {
                             #expect(
-                                snapshot.values[attribute.name]
+                                snapshot[attribute.name]
                                     == memory.value(of: id, attribute.name, model: TestModel.model),
                                 "seed \(seed): \(id).\(attribute.name)")
                         }
@@ -88,7 +88,7 @@ struct RecordDatabaseTests {
             #expect(next.map { $0.0.time > log.time } == true, "a clock that went back still moves forward")
             try reopened.read { access in
                 let snapshot = try #require(try access.snapshot(milk))
-                #expect(snapshot.values["title"] == .string("Milk") && snapshot.values["note"] == .string("organic"))
+                #expect(snapshot["title"] == .string("Milk") && snapshot["note"] == .string("organic"))
                 #expect(try access.targets(of: family, "items") == [milk])
             }
         }
@@ -178,25 +178,25 @@ struct RecordDatabaseTests {
                 // A fetch reads rows its own way (SQLite's calls, not GRDB's rows): the same values either way.
                 let fetched = try database.read { try $0.liveSnapshots(of: "Everything") }.first { $0.0 == id }?.1
                 #expect(fetched?.values.count == snapshot.values.count)
-                for (name, value) in fetched?.values ?? [:] {
+                for (name, value) in fetched?.byProperty ?? [:] {
                     if case .double(let number) = value, number.isNaN {
-                        guard case .double(let read) = snapshot.values[name], read.isNaN else {
-                            Issue.record("NaN fetched, \(String(describing: snapshot.values[name])) read")
+                        guard case .double(let read) = snapshot[name], read.isNaN else {
+                            Issue.record("NaN fetched, \(String(describing: snapshot[name])) read")
                             continue
                         }
                     } else {
-                        #expect(snapshot.values[name] == value, "\(name) in a fetch")
+                        #expect(snapshot[name] == value, "\(name) in a fetch")
                     }
                 }
                 for (name, value) in values {
                     if case .double(let number) = value, number.isNaN {
-                        guard case .double(let read) = snapshot.values[name] else {
-                            Issue.record("NaN read back as \(String(describing: snapshot.values[name]))")
+                        guard case .double(let read) = snapshot[name] else {
+                            Issue.record("NaN read back as \(String(describing: snapshot[name]))")
                             continue
                         }
                         #expect(read.isNaN)
                     } else {
-                        #expect(snapshot.values[name] == value, "\(name)")
+                        #expect(snapshot[name] == value, "\(name)")
                     }
                 }
             }
@@ -230,8 +230,8 @@ struct RecordDatabaseTests {
                 ]
                 let views: [[ManagedObjectID: ObjectSnapshot?]] = [fetched.mapValues { $0 }, one]
                 for snapshots in views {
-                    #expect(snapshots[unset]??.values == ["count": .integer(5), "label": .string("unset")])
-                    #expect(snapshots[emptied]??.values == ["count": .null, "label": .null])
+                    #expect(snapshots[unset]??.byProperty == ["count": .integer(5), "label": .string("unset")])
+                    #expect(snapshots[emptied]??.byProperty == ["count": .null, "label": .null])
                 }
             }
         }
