@@ -162,7 +162,8 @@ extension StoreAccess {
                 throw RecordStoreError(.storeFailed, "a row of \(entity) has an id that is not 16 bytes")
             }
             try body(
-                ManagedObjectID(entityName: entity, uuid: uuid), try table.snapshot(from: row, offset: 1, external: external))
+                ManagedObjectID(entityName: entity, uuid: uuid),
+                try table.snapshot(from: row, offset: 1, external: external))
         }
     }
 
