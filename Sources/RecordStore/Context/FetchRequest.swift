@@ -56,18 +56,23 @@ extension ManagedObjectContext {
                 request.includesPendingChanges
                 && pending.contains { $0.state == .inserted || (filter != nil && $0.entity === entity) }
             var seen: Set<ManagedObjectID> = []
-            try database.read { access in
-                try access.forEachLiveSnapshot(of: entity.name, where: filter) { id, snapshot in
-                    let object = registeredObject(id, of: entity)
-                    if object.snapshot == nil { object.snapshot = snapshot }
-                    if changedHere { seen.insert(id) }
-                    if request.includesPendingChanges, object.state == .deleted || object.state == .gone { return }
-                    guard let object = object as? Result else { return }
-                    if filter == nil || (changedHere && object.hasPropertyChanges) {
-                        unmatched.append(object)
-                    } else {
-                        matched.append(object)
-                    }
+            let snapshots = try database.read { try $0.liveSnapshots(of: entity.name, where: filter) }
+            registered.reserveCapacity(registered.count + snapshots.count)
+            if filter == nil {
+                unmatched.reserveCapacity(snapshots.count)
+            } else {
+                matched.reserveCapacity(snapshots.count)
+            }
+            for (id, snapshot) in snapshots {
+                let object = registeredObject(id, of: entity)
+                if object.snapshot == nil { object.snapshot = snapshot }
+                if changedHere { seen.insert(id) }
+                if request.includesPendingChanges, object.state == .deleted || object.state == .gone { continue }
+                guard let object = object as? Result else { continue }
+                if filter == nil || (changedHere && object.hasPropertyChanges) {
+                    unmatched.append(object)
+                } else {
+                    matched.append(object)
                 }
             }
             if changedHere {

@@ -81,7 +81,10 @@ extension ManagedObjectContext {
     }
 
     private func saveLocked() throws(RecordStoreError) -> ObjectIDChanges? {
-        let objects = pending.filter(\.hasUnsavedChanges).sorted { $0.objectID < $1.objectID }
+        // In the order of their ids, for a log every device reads alike; each id read once, not at each comparison.
+        var keyed = pending.compactMap { $0.hasUnsavedChanges ? ($0.objectID, $0) : nil }
+        keyed.sort { $0.0 < $1.0 }
+        let objects = keyed.map(\.1)
         guard !objects.isEmpty else {
             pending.removeAll()
             return nil
@@ -96,35 +99,35 @@ extension ManagedObjectContext {
         // A store without ubiquitous options writes no logs.
         let keepsLogs = store?.ubiquitousContentFolder != nil
         let result = try database.write { access -> (TransactionLog, MergeChanges)? in
-            var changes: [ManagedObjectID: ObjectChange] = [:]
+            var overrides: [ManagedObjectID: ObjectChange] = [:]
             var dropped: [ManagedObject: Set<String>] = [:]
-            stale = try settleConflicts(objects, access: access, policy: policy, dropped: &dropped, overrides: &changes)
+            stale = try settleConflicts(
+                objects, access: access, policy: policy, dropped: &dropped, overrides: &overrides)
+            // The changes in the order of their ids (the overrides first, rarely any), each id once.
+            var changes = overrides.values.sorted { $0.id < $1.id }
+            var position = Dictionary(uniqueKeysWithValues: changes.enumerated().map { ($1.id, $0) })
+            changes.reserveCapacity(objects.count)
+            position.reserveCapacity(objects.count)
             for object in objects {
                 let change = self.change(of: object, id: id, dropping: dropped[object] ?? [])
-                if var existing = changes[change.id] {
-                    // Two objects of one id (a key deleted and created again, or created twice): an insert wins
-                    // over a delete, and a link one adds over the same link the other removes.
-                    if existing.existence != true { existing.existence = change.existence ?? existing.existence }
-                    existing.values.merge(change.values) { _, new in new }
-                    let added = Set(existing.linksAdded + change.linksAdded)
-                    existing.linksAdded = added.sorted()
-                    existing.linksRemoved = Set(existing.linksRemoved + change.linksRemoved).subtracting(added).sorted()
-                    changes[change.id] = existing
+                if let index = position[change.id] {
+                    changes[index].combine(with: change)
                 } else {
-                    changes[change.id] = change
+                    position[change.id] = changes.count
+                    changes.append(change)
                 }
             }
             if policy.mergeType == .error {
                 try checkUniqueness(objects, finalIDs: finalIDs, access: access)
             }
-            let meaningful = changes.values.filter {
+            let meaningful = changes.filter {
                 $0.existence != nil || !$0.values.isEmpty || !$0.linksAdded.isEmpty || !$0.linksRemoved.isEmpty
             }
             return try access.save(
                 meaningful, physicalMilliseconds: now, keepingLog: keepsLogs,
                 forgettingUpTo: database.durableSequence)
         }
-        for object in objects { settle(object, stale: stale.contains(object), id: id) }
+        for object in objects { settle(object, stale: stale.contains(object), schema: database.schema, id: id) }
         pending.removeAll()
         store?.didSave()
         return result.map { ObjectIDChanges($0.1) } ?? ObjectIDChanges()
@@ -157,7 +160,7 @@ extension ManagedObjectContext {
                         objectID: object.objectID, property: key)
                 }
                 for attribute in entity.attributes where !attribute.isOptional {
-                    if attributeValue(of: object, attribute.name).isNull {
+                    if value(of: object, attribute).isNull {
                         throw RecordStoreError(
                             .validationFailed, "\(entity.name).\(attribute.name) is required but has no value",
                             objectID: object.objectID, property: attribute.name)
@@ -290,9 +293,8 @@ extension ManagedObjectContext {
         case .fault, .gone: break
         }
         if inserted {
-            for attribute in entity.attributes {
-                change.values[attribute.name] = attributeValue(of: object, attribute.name)
-            }
+            change.values.reserveCapacity(entity.attributes.count)
+            for attribute in entity.attributes { change.values[attribute.name] = value(of: object, attribute) }
         } else if object.state == .fault {
             for (key, value) in object.changedValues where !dropping.contains(key) { change.values[key] = value }
         }
@@ -318,10 +320,12 @@ extension ManagedObjectContext {
 
     /// After a save: the object's changes are the store's now. An object the store changed meanwhile (another
     /// context's save, an import) reads its values afresh when next used; the others keep theirs as saved.
-    private func settle(_ object: ManagedObject, stale: Bool, id: (ManagedObject) -> ManagedObjectID) {
+    private func settle(
+        _ object: ManagedObject, stale: Bool, schema: StoreSchema, id: (ManagedObject) -> ManagedObjectID
+    ) {
         var snapshot: ObjectSnapshot?
         // A deleted object keeps the values it had, for whoever is told of its deletion.
-        if !stale, object.state != .gone, let layout = try? database().schema.table(object.entity.name).layout {
+        if !stale, object.state != .gone, let layout = try? schema.table(object.entity.name).layout {
             let attributes = object.entity.attributes
             let stored = object.snapshot
             // The layout lists the attributes first, in the entity's order, then the to-ones stored as registers.
@@ -329,7 +333,7 @@ extension ManagedObjectContext {
             values.reserveCapacity(layout.properties.count)
             for (index, key) in layout.properties.enumerated() {
                 if index < attributes.count {
-                    values.append(attributeValue(of: object, key))
+                    values.append(value(of: object, attributes[index]))
                 } else if let targets = object.relationships[key] {
                     values.append(targets.first.map { .object(id($0)) } ?? .null)
                 } else {
@@ -510,5 +514,17 @@ extension ManagedObjectContext {
             ObjectIDChanges(updated: Set(pending.filter { $0.state == .fault }.map(\.objectID)))
         }
         notifyChangeObservers(changed)
+    }
+}
+
+extension ObjectChange {
+    /// Adds what another object of the same id saves (a key deleted and created again, or created twice): an insert
+    /// wins over a delete, its values over these, and a link one adds over the same link the other removes.
+    fileprivate mutating func combine(with other: ObjectChange) {
+        if existence != true { existence = other.existence ?? existence }
+        values.merge(other.values) { _, new in new }
+        let added = Set(linksAdded + other.linksAdded)
+        linksAdded = added.sorted()
+        linksRemoved = Set(linksRemoved + other.linksRemoved).subtracting(added).sorted()
     }
 }

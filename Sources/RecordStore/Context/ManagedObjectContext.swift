@@ -320,6 +320,12 @@ public final class ManagedObjectContext: @unchecked Sendable {
         return object.entity.attributesByName[key]?.defaultValue ?? .null
     }
 
+    /// The value of `attribute`, one of the object's entity's: an inserted object's without a look at the store.
+    func value(of object: ManagedObject, _ attribute: AttributeDescription) -> RecordValue {
+        if object.state == .inserted { return object.changedValues[attribute.name] ?? attribute.defaultValue }
+        return attributeValue(of: object, attribute.name)
+    }
+
     /// The object's snapshot, read from the store the first time; an inserted or vanished object reads its
     /// defaults.
     @discardableResult

@@ -51,22 +51,30 @@ package protocol MergeTarget {
 
 extension MergeTarget {
     /// Applies a log after checking all of it against `model`.
+    ///
+    /// - Parameter checked: Whether the changes are known to fit the model already (a save of this device, made of
+    ///   values its context checked as they were set), which skips checking each again.
     /// - Returns: The objects inserted, updated and deleted as an app sees them.
     /// - Throws: ``RecordStoreError/Code/newerModel`` for a log of a newer model (apply it after the upgrade), or
     ///   ``RecordStoreError/Code/corruptLog``; either way nothing is applied. Errors of the target are passed on.
     @discardableResult
-    package mutating func apply(_ log: TransactionLog, model: ManagedObjectModel) throws -> MergeChanges {
+    package mutating func apply(_ log: TransactionLog, model: ManagedObjectModel, checked: Bool = false) throws
+        -> MergeChanges
+    {
         guard log.modelVersion <= model.version else {
             throw RecordStoreError(
                 .newerModel,
                 "log \(log.sequence) of \(log.device) was written by model \(log.modelVersion), "
                     + "newer than this app's \(model.version)")
         }
-        for change in log.changes { try model.check(change) }
+        if !checked {
+            for change in log.changes { try model.check(change) }
+        }
         let stamp = log.stamp
         var liveness: [ManagedObjectID: Liveness] = [:]
         liveness.reserveCapacity(log.changes.count)
         var updated: Set<ManagedObjectID> = []
+        updated.reserveCapacity(log.changes.count)
         for change in log.changes {
             // An insert of an id the target has never held (every new object of a save) is written without reading
             // first; an id the target holds is merged with what is there.
@@ -83,9 +91,18 @@ extension MergeTarget {
             if changed { updated.insert(change.id) }
             liveness[change.id, default: Liveness(before: before.isLive, now: false)].now = record.isLive
             // A to-one that moved changes what its old and new targets read on their side.
-            for property in change.values.keys where before.value(property) != record.value(property) {
-                if case .object(let old) = before.value(property) { updated.insert(old) }
-                if case .object(let new) = record.value(property) { updated.insert(new) }
+            for (property, value) in change.values {
+                // Only a to-one holds objects: a change to another value is an attribute's, and a change to nothing
+                // matters only where an object was.
+                switch value {
+                case .object: break
+                case .null: guard case .object = before.value(property) else { continue }
+                default: continue
+                }
+                let (old, new) = (before.value(property), record.value(property))
+                guard old != new else { continue }
+                if case .object(let old) = old { updated.insert(old) }
+                if case .object(let new) = new { updated.insert(new) }
             }
             for (link, present) in change.linksAdded.map({ ($0, true) }) + change.linksRemoved.map({ ($0, false) }) {
                 let key = LinkKey(source: change.id, relationship: link.relationship, target: link.target)
@@ -110,13 +127,18 @@ extension MergeTarget {
         -> MergeChanges
     {
         var changes = MergeChanges()
+        changes.inserted.reserveCapacity(liveness.count)
         for (id, liveness) in liveness {
             if liveness.now && !liveness.before { changes.inserted.insert(id) }
             if liveness.before && !liveness.now { changes.deleted.insert(id) }
         }
-        for id in updated where !changes.inserted.contains(id) && !changes.deleted.contains(id) {
-            let isLive = try liveness[id]?.now ?? record(id)?.isLive ?? false
-            if isLive { changes.updated.insert(id) }
+        for id in updated {
+            // Neither inserted nor deleted by the merge, and live after it.
+            if let liveness = liveness[id] {
+                if liveness.before && liveness.now { changes.updated.insert(id) }
+            } else if try record(id)?.isLive ?? false {
+                changes.updated.insert(id)
+            }
         }
         return changes
     }

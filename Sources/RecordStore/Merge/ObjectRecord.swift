@@ -27,6 +27,7 @@ package struct ObjectRecord: Sendable, Hashable {
     package mutating func merge(_ change: ObjectChange, stamp: Stamp) -> Bool {
         if let existence = change.existence { self.existence.merge(Register(existence, stamp: stamp)) }
         var changed = false
+        if values.isEmpty { values.reserveCapacity(change.values.count) }
         for (property, value) in change.values {
             if values[property].merge(Register(value, stamp: stamp)) { changed = true }
         }

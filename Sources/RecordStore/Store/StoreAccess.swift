@@ -140,20 +140,11 @@ extension StoreAccess {
     func liveSnapshots(of entity: String, where filter: PredicateSQL? = nil) throws
         -> [(ManagedObjectID, ObjectSnapshot)]
     {
-        var snapshots: [(ManagedObjectID, ObjectSnapshot)] = []
-        try forEachLiveSnapshot(of: entity, where: filter) { snapshots.append(($0, $1)) }
-        return snapshots
-    }
-
-    /// Hands each live object of `entity` (meeting `filter` when there is one) to `body` with its snapshot, as its
-    /// row is read, in the order of the ids' bytes.
-    func forEachLiveSnapshot(
-        of entity: String, where filter: PredicateSQL? = nil, _ body: (ManagedObjectID, ObjectSnapshot) throws -> Void
-    ) throws {
         let table = try schema.table(entity)
         let condition = filter.map { " AND \($0.condition)" } ?? ""
         let statement = try db.cachedStatement(
             sql: "SELECT id, \(table.snapshotColumns) FROM \(table.name) WHERE _live = 1\(condition)")
+        var snapshots: [(ManagedObjectID, ObjectSnapshot)] = []
         let external = external
         try statement.forEachRow { bindings in
             for argument in filter?.arguments ?? [] { bindings.bind(argument) }
@@ -161,10 +152,10 @@ extension StoreAccess {
             guard let uuid = row.uuid(at: 0) else {
                 throw RecordStoreError(.storeFailed, "a row of \(entity) has an id that is not 16 bytes")
             }
-            try body(
-                ManagedObjectID(entityName: entity, uuid: uuid),
-                try table.snapshot(from: row, offset: 1, external: external))
+            let id = ManagedObjectID(entityName: entity, uuid: uuid)
+            snapshots.append((id, try table.snapshot(from: row, offset: 1, external: external)))
         }
+        return snapshots
     }
 
     /// The number of live objects of `entity`.
@@ -277,7 +268,8 @@ extension StoreAccess {
         let log = TransactionLog(
             device: try replica(), sequence: sequence, time: time, modelVersion: model.version,
             changes: changes.sorted { $0.id < $1.id })
-        let merged = try apply(log, model: model)
+        // The context checked each value as it was set.
+        let merged = try apply(log, model: model, checked: true)
         if keepingLog {
             try db.cachedStatement(sql: "INSERT INTO rs_outbox (sequence, log) VALUES (?, ?)").execute(arguments: [
                 Int64(sequence), Data(log.encoded()),

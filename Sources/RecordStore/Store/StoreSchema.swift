@@ -78,8 +78,9 @@ struct StoreSchema: Sendable {
     }
 }
 
-/// The table of one entity and the statements that read and write its rows.
-struct EntityTable: Sendable {
+/// The table of one entity and the statements that read and write its rows: a class, since every read and write of
+/// an object looks its table up.
+final class EntityTable: Sendable {
     let entity: EntityDescription
     /// The quoted table name.
     let name: String
@@ -321,11 +322,10 @@ extension EntityTable.PropertyColumn {
 enum StampList {
     static func encode(_ values: [String: Register<RecordValue>]) -> Data {
         var stamps: [Stamp] = []
-        var indexes: [Stamp: Int] = [:]
         var writer = LogWriter(capacity: 32 + values.count * 12)
+        // An object has few distinct stamps (one per save that touched it): a search of them beats hashing.
         let entries = values.sorted { $0.key < $1.key }.map { entry -> (String, Int) in
-            if let index = indexes[entry.value.stamp] { return (entry.key, index) }
-            indexes[entry.value.stamp] = stamps.count
+            if let index = stamps.firstIndex(of: entry.value.stamp) { return (entry.key, index) }
             stamps.append(entry.value.stamp)
             return (entry.key, stamps.count - 1)
         }
