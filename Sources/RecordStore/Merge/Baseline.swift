@@ -134,7 +134,7 @@ extension Baseline {
                 writeStamp(existence.stamp, &body)
             }
             body.writeVarint(record.values.count)
-            for (property, register) in record.values.sorted(by: { $0.key < $1.key }) {
+            for (property, register) in record.values {
                 body.writeVarint(index(property))
                 writeStamp(register.stamp, &body)
                 body.writeValue(register.value) { writer, id in writeObject(id, &writer) }

@@ -9,9 +9,9 @@ package struct ObjectRecord: Sendable, Hashable {
     /// Inserted (`true`) or deleted (`false`), as the latest of those changes left it; `nil` if neither came yet.
     package var existence: Register<Bool>?
     /// Attributes and to-one registers.
-    package var values: [String: Register<RecordValue>]
+    package var values: PropertyMap<Register<RecordValue>>
 
-    package init(existence: Register<Bool>? = nil, values: [String: Register<RecordValue>] = [:]) {
+    package init(existence: Register<Bool>? = nil, values: PropertyMap<Register<RecordValue>> = [:]) {
         self.existence = existence
         self.values = values
     }

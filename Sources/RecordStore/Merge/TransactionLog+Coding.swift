@@ -27,7 +27,7 @@ extension TransactionLog {
             body.writeUUID(change.id.uuid)
             body.writeByte(change.existence.map { $0 ? 1 : 2 } ?? 0)
             body.writeVarint(change.values.count)
-            for (property, value) in change.values.sorted(by: { $0.key < $1.key }) {
+            for (property, value) in change.values {
                 body.writeVarint(names.index(property))
                 body.writeValue(value) { writer, id in
                     writer.writeVarint(names.index(id.entityName))

@@ -34,14 +34,14 @@ package struct ObjectChange: Sendable, Hashable {
     /// `true` for an insert, `false` for a delete, `nil` for an update of an object that exists.
     package var existence: Bool?
     /// The attributes and to-one registers set, by property name (a to-one as ``RecordValue/object(_:)``).
-    package var values: [String: RecordValue]
+    package var values: PropertyMap<RecordValue>
     /// Links added from this object, by relationship name (only relationships the object's side stores).
     package var linksAdded: [Link]
     /// Links removed from this object.
     package var linksRemoved: [Link]
 
     package init(
-        id: ManagedObjectID, existence: Bool? = nil, values: [String: RecordValue] = [:], linksAdded: [Link] = [],
+        id: ManagedObjectID, existence: Bool? = nil, values: PropertyMap<RecordValue> = [:], linksAdded: [Link] = [],
         linksRemoved: [Link] = []
     ) {
         self.id = id

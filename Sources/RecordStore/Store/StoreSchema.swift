@@ -320,11 +320,11 @@ extension EntityTable.PropertyColumn {
 /// The stamps of an object's property registers, as `_stamps` holds them: the distinct stamps once each, then
 /// each property's name with the index of its stamp (most objects have one stamp, that of the save that made them).
 enum StampList {
-    static func encode(_ values: [String: Register<RecordValue>]) -> Data {
+    static func encode(_ values: PropertyMap<Register<RecordValue>>) -> Data {
         var stamps: [Stamp] = []
         var writer = LogWriter(capacity: 32 + values.count * 12)
         // An object has few distinct stamps (one per save that touched it): a search of them beats hashing.
-        let entries = values.sorted { $0.key < $1.key }.map { entry -> (String, Int) in
+        let entries = values.map { entry -> (String, Int) in
             if let index = stamps.firstIndex(of: entry.value.stamp) { return (entry.key, index) }
             stamps.append(entry.value.stamp)
             return (entry.key, stamps.count - 1)

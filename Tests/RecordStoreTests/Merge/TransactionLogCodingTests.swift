@@ -21,7 +21,7 @@ struct TransactionLogCodingTests {
     @Test("every kind of value reads back as written")
     func roundTrip() throws {
         let id = ManagedObjectID(entityName: "Item", uuid: UUID())
-        let values: [String: RecordValue] = [
+        let values: PropertyMap<RecordValue> = [
             "a": .null, "b": .string("text"), "c": .integer(-42), "d": .double(-0.0),
             "e": .decimal(Decimal(string: "12.345")!),
             "f": .boolean(true), "g": .date(Date(timeIntervalSinceReferenceDate: 1.5)), "h": .uuid(UUID()),

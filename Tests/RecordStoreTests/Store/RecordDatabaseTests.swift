@@ -165,7 +165,7 @@ struct RecordDatabaseTests {
         try withTemporaryFolder { folder in
             let database = try RecordDatabase(url: folder.appendingPathComponent("store.sqlite"), model: model)
             for round in 0..<2 {
-                var values: [String: RecordValue] = [:]
+                var values: PropertyMap<RecordValue> = [:]
                 for type in AttributeType.allCases {
                     let options = samples[type]!
                     values["v_\(type)"] = options[min(round, options.count - 1)]
