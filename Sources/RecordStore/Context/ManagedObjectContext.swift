@@ -71,6 +71,15 @@ public final class ManagedObjectContext: @unchecked Sendable {
     let saves = EventBroadcast<ObjectIDChanges>()
     /// Told after each save, merge, rollback, reset and processPendingChanges (fetched results controllers).
     private var changeObservers: [UUID: (ObjectIDChanges) -> Void] = [:]
+    /// What the context's objects hold to reach it.
+    private(set) lazy var link = Link(self)
+
+    /// A weak reference to a context, shared by its objects.
+    final class Link: Sendable {
+        weak let context: ManagedObjectContext?
+
+        init(_ context: ManagedObjectContext) { self.context = context }
+    }
 
     /// Makes a context for `concurrencyType`'s queue.
     public init(concurrencyType: ConcurrencyType) {
