@@ -42,9 +42,9 @@ package struct Liveness: Sendable, Hashable {
 package protocol MergeTarget {
     func record(_ id: ManagedObjectID) throws -> ObjectRecord?
     mutating func setRecord(_ record: ObjectRecord, for id: ManagedObjectID) throws
-    /// Writes `record` if the target holds nothing for `id`.
+    /// Writes the record of `change` (an insert) made at `stamp` if the target holds nothing for its id.
     /// - Returns: Whether it was written; `false` leaves what the target holds untouched.
-    mutating func insertRecord(_ record: ObjectRecord, for id: ManagedObjectID) throws -> Bool
+    mutating func insertNew(_ change: ObjectChange, stamp: Stamp) throws -> Bool
     func link(_ key: LinkKey) throws -> Register<Bool>?
     mutating func setLink(_ link: Register<Bool>, for key: LinkKey) throws
 }
@@ -76,33 +76,33 @@ extension MergeTarget {
         var updated: Set<ManagedObjectID> = []
         updated.reserveCapacity(log.changes.count)
         for change in log.changes {
-            // An insert of an id the target has never held (every new object of a save) is written without reading
-            // first; an id the target holds is merged with what is there.
-            var before = ObjectRecord()
-            var record = before
-            var changed = record.merge(change, stamp: stamp)
-            let fresh = change.existence == true && liveness[change.id] == nil
-            if !(fresh ? try insertRecord(record, for: change.id) : false) {
-                before = try self.record(change.id) ?? ObjectRecord()
-                record = before
-                changed = record.merge(change, stamp: stamp)
+            if change.existence == true, liveness[change.id] == nil, try insertNew(change, stamp: stamp) {
+                // An insert of an id the target has never held (every new object of a save), written without reading
+                // first: its record is the change, and a to-one of it points at its target from nothing.
+                if !change.values.isEmpty { updated.insert(change.id) }
+                liveness[change.id] = Liveness(before: false, now: true)
+                for case (_, .object(let target)) in change.values { updated.insert(target) }
+            } else {
+                // An id the target holds is merged with what is there.
+                let before = try self.record(change.id) ?? ObjectRecord()
+                var record = before
+                if record.merge(change, stamp: stamp) { updated.insert(change.id) }
                 if record != before { try setRecord(record, for: change.id) }
-            }
-            if changed { updated.insert(change.id) }
-            liveness[change.id, default: Liveness(before: before.isLive, now: false)].now = record.isLive
-            // A to-one that moved changes what its old and new targets read on their side.
-            for (property, value) in change.values {
-                // Only a to-one holds objects: a change to another value is an attribute's, and a change to nothing
-                // matters only where an object was.
-                switch value {
-                case .object: break
-                case .null: guard case .object = before.value(property) else { continue }
-                default: continue
+                liveness[change.id, default: Liveness(before: before.isLive, now: false)].now = record.isLive
+                // A to-one that moved changes what its old and new targets read on their side.
+                for (property, value) in change.values {
+                    // Only a to-one holds objects: a change to another value is an attribute's, and a change to
+                    // nothing matters only where an object was.
+                    switch value {
+                    case .object: break
+                    case .null: guard case .object = before.value(property) else { continue }
+                    default: continue
+                    }
+                    let (old, new) = (before.value(property), record.value(property))
+                    guard old != new else { continue }
+                    if case .object(let old) = old { updated.insert(old) }
+                    if case .object(let new) = new { updated.insert(new) }
                 }
-                let (old, new) = (before.value(property), record.value(property))
-                guard old != new else { continue }
-                if case .object(let old) = old { updated.insert(old) }
-                if case .object(let new) = new { updated.insert(new) }
             }
             for (link, present) in change.linksAdded.map({ ($0, true) }) + change.linksRemoved.map({ ($0, false) }) {
                 let key = LinkKey(source: change.id, relationship: link.relationship, target: link.target)

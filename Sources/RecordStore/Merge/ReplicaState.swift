@@ -14,9 +14,11 @@ package struct ReplicaState: Sendable, Hashable {
 extension ReplicaState: MergeTarget {
     package func record(_ id: ManagedObjectID) -> ObjectRecord? { objects[id] }
     package mutating func setRecord(_ record: ObjectRecord, for id: ManagedObjectID) { objects[id] = record }
-    package mutating func insertRecord(_ record: ObjectRecord, for id: ManagedObjectID) -> Bool {
-        guard objects[id] == nil else { return false }
-        objects[id] = record
+    package mutating func insertNew(_ change: ObjectChange, stamp: Stamp) -> Bool {
+        guard objects[change.id] == nil else { return false }
+        var record = ObjectRecord()
+        _ = record.merge(change, stamp: stamp)
+        objects[change.id] = record
         return true
     }
     package func link(_ key: LinkKey) -> Register<Bool>? { links[key] }

@@ -36,10 +36,12 @@ extension StoreAccess: MergeTarget {
         external?.removeAfterCommit(replaced, in: db, schema: schema)
     }
 
-    mutating func insertRecord(_ record: ObjectRecord, for id: ManagedObjectID) throws -> Bool {
-        let table = try schema.table(id.entityName)
+    mutating func insertNew(_ change: ObjectChange, stamp: Stamp) throws -> Bool {
+        let table = try schema.table(change.id.entityName)
         let external = external
-        try db.cachedStatement(sql: table.insertSQL).run { try table.bind(record, id: id, external: external, to: &$0) }
+        try db.cachedStatement(sql: table.insertSQL).run {
+            try table.bind(change, stamp: stamp, external: external, to: &$0)
+        }
         return db.changesCount > 0
     }
 

@@ -245,14 +245,34 @@ final class EntityTable: Sendable {
             for _ in 0..<3 { bindings.bindNull() }
         }
         bindings.bind(bytes: StampList.encode(record.values))
-        for column in columns {
-            let value = record.values[column.property]?.value ?? .null
-            if column.isExternal, let external, case .data(let data) = value,
+        try bindColumns(external: external, to: &bindings) { record.values[$0]?.value ?? .null }
+    }
+
+    /// Binds the parameters of ``insertSQL`` for the object `change` inserts at `stamp`: the record merging it into
+    /// nothing would give, without making that record.
+    func bind(_ change: ObjectChange, stamp: Stamp, external: ExternalData?, to bindings: inout DirectBindings)
+        throws(RecordStoreError)
+    {
+        bindings.bind(change.id.uuid)
+        bindings.bind(Int64(1))
+        bindings.bind(Int64(bitPattern: stamp.time))
+        bindings.bind(stamp.device)
+        bindings.bind(bytes: StampList.encode(change.values, at: stamp))
+        try bindColumns(external: external, to: &bindings) { change.values[$0] ?? .null }
+    }
+
+    /// Binds each column's value, `value` giving it by property.
+    private func bindColumns(
+        external: ExternalData?, to bindings: inout DirectBindings, _ value: (String) -> RecordValue
+    ) throws(RecordStoreError) {
+        for index in columns.indices {
+            let value = value(columns[index].property)
+            if columns[index].isExternal, let external, case .data(let data) = value,
                 data.count > AttributeDescription.externalStorageThreshold
             {
                 bindings.bind(text: try external.store(data))
             } else {
-                bindings.bind(column.databaseValue(value))
+                bindings.bind(columns[index].databaseValue(value))
             }
         }
     }
@@ -322,6 +342,22 @@ extension EntityTable.PropertyColumn {
 /// The stamps of an object's property registers, as `_stamps` holds them: the distinct stamps once each, then
 /// each property's name with the index of its stamp (most objects have one stamp, that of the save that made them).
 enum StampList {
+    /// The stamps of `values`' properties all set at `stamp`: the bytes ``encode(_:)`` writes for their registers.
+    static func encode(_ values: PropertyMap<RecordValue>, at stamp: Stamp) -> Data {
+        var writer = LogWriter(capacity: 32 + values.count * 12)
+        writer.writeVarint(values.isEmpty ? 0 : 1)
+        if !values.isEmpty {
+            writer.writeFixed(stamp.time)
+            writer.writeUUID(stamp.device)
+        }
+        writer.writeVarint(values.count)
+        for (name, _) in values {
+            writer.writeString(name)
+            writer.writeVarint(0)
+        }
+        return Data(writer.bytes)
+    }
+
     static func encode(_ values: PropertyMap<Register<RecordValue>>) -> Data {
         var stamps: [Stamp] = []
         var writer = LogWriter(capacity: 32 + values.count * 12)

@@ -61,18 +61,24 @@ struct RecordDatabaseTests {
             let database = try RecordDatabase(url: url, model: TestModel.model)
             let milk = ManagedObjectID(entityName: "Item", uuid: UUID())
             let family = ManagedObjectID.derived(entityName: "Tag", keyValues: [.string("Family")])
-            let saved = try database.write { access in
-                try access.save(
-                    [
-                        ObjectChange(
-                            id: milk, existence: true, values: ["title": .string("Milk"), "quantity": .integer(2)],
-                            linksAdded: [.init("tags", family)]),
-                        ObjectChange(id: family, existence: true, values: ["name": .string("Family")]),
-                    ], physicalMilliseconds: 1_000)
-            }
+            let inserts = [
+                ObjectChange(
+                    id: milk, existence: true,
+                    values: ["title": .string("Milk"), "quantity": .integer(2), "note": .null],
+                    linksAdded: [.init("tags", family)]),
+                ObjectChange(id: family, existence: true, values: ["name": .string("Family")]),
+            ]
+            let saved = try database.write { access in try access.save(inserts, physicalMilliseconds: 1_000) }
             let (log, changes) = try #require(saved)
             #expect(log.device == database.replica && log.sequence == 1)
             #expect(changes.inserted == [milk, family])
+            // New objects' rows, written straight from their changes, read back as the changes merged into nothing.
+            for change in inserts {
+                var merged = ObjectRecord()
+                _ = merged.merge(change, stamp: log.stamp)
+                let stored = try database.read { try $0.record(change.id) }
+                #expect(stored == merged, "\(change.id)")
+            }
             #expect(try database.exportOutbox(to: logs) == 1)
             #expect(try database.exportOutbox(to: logs) == 0, "an exported log is not written again")
             let file = logs.appendingPathComponent(RecordDatabase.logFileName(1))
