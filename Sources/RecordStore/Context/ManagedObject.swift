@@ -36,7 +36,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// The attributes and stored to-one values as last read from the store; `nil` until read (a fault).
     var snapshot: ObjectSnapshot?
     /// Attributes changed since the last save.
-    var changedValues: [String: RecordValue] = [:]
+    var changedValues: PropertyMap<RecordValue> = [:]
     /// Every relationship read or changed: the objects it points at now.
     var relationships: [String: Set<ManagedObject>] = [:]
     /// The same relationships as the store held them when read.
@@ -162,7 +162,7 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     /// The attributes changed since the last save, with their new values.
     public func changedValuesForCurrentEvent() -> [String: RecordValue] {
-        withContext { _ in changedValues } ?? [:]
+        withContext { _ in Dictionary(uniqueKeysWithValues: changedValues.map { ($0.key, $0.value) }) } ?? [:]
     }
 
     /// Runs `body` under the context's lock; `nil` when the object has no context.

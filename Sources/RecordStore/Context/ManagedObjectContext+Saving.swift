@@ -293,10 +293,21 @@ extension ManagedObjectContext {
         case .fault, .gone: break
         }
         if inserted {
+            // Every attribute, set or at its default: the entity's and the object's names walked together in order.
             change.values.reserveCapacity(entity.attributes.count)
-            for attribute in entity.attributes { change.values[attribute.name] = value(of: object, attribute) }
+            var set = object.changedValues.makeIterator()
+            var next = set.next()
+            for attribute in entity.attributesInNameOrder {
+                while let entry = next, entry.key < attribute.name { next = set.next() }
+                if let entry = next, entry.key == attribute.name {
+                    change.values.append(attribute.name, entry.value)
+                    next = set.next()
+                } else {
+                    change.values.append(attribute.name, attribute.defaultValue)
+                }
+            }
         } else if object.state == .fault {
-            for (key, value) in object.changedValues where !dropping.contains(key) { change.values[key] = value }
+            for (key, value) in object.changedValues where !dropping.contains(key) { change.values.append(key, value) }
         }
         for relationship in entity.relationships where !dropping.contains(relationship.name) {
             let key = relationship.name

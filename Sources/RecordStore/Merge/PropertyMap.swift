@@ -56,6 +56,13 @@ package struct PropertyMap<Value> {
         return old
     }
 
+    /// Adds `key`, which comes after every name the map holds, with its value: building a map in order without
+    /// searching it.
+    package mutating func append(_ key: String, _ value: Value) {
+        assert(entries.last.map { $0.key < key } ?? true, "\(key) is out of order")
+        entries.append(Entry(key: key, value: value))
+    }
+
     package var count: Int { entries.count }
     package var isEmpty: Bool { entries.isEmpty }
     /// The names, in order.

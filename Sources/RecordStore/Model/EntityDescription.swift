@@ -25,6 +25,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
 
     /// Attributes by name.
     public let attributesByName: [String: AttributeDescription]
+    /// The attributes in the order of their names, the order a change holds its values in.
+    let attributesInNameOrder: [AttributeDescription]
     /// Relationships by name.
     public let relationshipsByName: [String: RelationshipDescription]
 
@@ -46,6 +48,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.relationships = relationships
         self.uniquenessKey = uniquenessKey
         self.attributesByName = Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.attributesInNameOrder = attributesByName.values.sorted { $0.name < $1.name }
         self.relationshipsByName = Dictionary(
             relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
