@@ -360,17 +360,20 @@ public final class ManagedObjectContext: @unchecked Sendable {
             refuse(object, key, .typeMismatch, "\(object.entity.name).\(key) cannot hold \(value)")
             return
         }
-        let stored = object.state == .inserted ? nil : fire(object)[key]
-        let old = object.changedValues[key] ?? stored ?? attribute.defaultValue
-        guard old != value else { return }
-        if object.state != .inserted, stored ?? attribute.defaultValue == value {
-            object.changedValues[key] = nil
+        if object.changedValues.isEmpty { object.changedValues.reserveCapacity(object.entity.attributes.count) }
+        let old: RecordValue
+        if object.state == .inserted {
+            // An inserted object is pending from its insert until the save, and saves all its values whether set or
+            // not: the value is kept with one search, even one equal to the default.
+            old = object.changedValues.updateValue(value, forKey: key) ?? attribute.defaultValue
+            guard old != value else { return }
         } else {
-            if object.changedValues.isEmpty { object.changedValues.reserveCapacity(object.entity.attributes.count) }
-            object.changedValues[key] = value
+            let stored = fire(object)[key] ?? attribute.defaultValue
+            old = object.changedValues[key] ?? stored
+            guard old != value else { return }
+            object.changedValues[key] = stored == value ? nil : value
+            pending.insert(object)
         }
-        // An inserted object is pending from its insert until the save.
-        if object.state != .inserted { pending.insert(object) }
         registerUndo(object) { context, object in context.setAttribute(old, of: object, key) }
     }
 
