@@ -1,5 +1,6 @@
 import DocumentKit
 import Foundation
+import Synchronization
 import UbiquityKit
 
 /// A scratch pad of objects read from a store and changed in memory until ``save()``, as Core Data's
@@ -71,15 +72,34 @@ public final class ManagedObjectContext: @unchecked Sendable {
     let saves = EventBroadcast<ObjectIDChanges>()
     /// Told after each save, merge, rollback, reset and processPendingChanges (fetched results controllers).
     private var changeObservers: [UUID: (ObjectIDChanges) -> Void] = [:]
+    private var madeLink: Link?
     /// What the context's objects hold to reach it.
-    private(set) lazy var link = Link(self)
-
-    /// A weak reference to a context, shared by its objects.
-    final class Link: Sendable {
-        weak let context: ManagedObjectContext?
-
-        init(_ context: ManagedObjectContext) { self.context = context }
+    var link: Link {
+        if let madeLink { return madeLink }
+        let link = Link(self)
+        madeLink = link
+        return link
     }
+
+    /// A context's objects' way to it, which tells them when it is gone.
+    ///
+    /// The reference is unowned, not weak: a weak reference moves the context's reference counts to a side table,
+    /// which slowed every retain of it, and each access of an object retains its context. The context marks the
+    /// link ended as it goes, before anything can read it again; an object read on another queue while its
+    /// context is released there traps instead of reading freed memory.
+    final class Link: Sendable {
+        private unowned let target: ManagedObjectContext
+        private let live = Atomic(true)
+
+        init(_ context: ManagedObjectContext) { self.target = context }
+
+        /// The context; `nil` once it is gone.
+        var context: ManagedObjectContext? { live.load(ordering: .acquiring) ? target : nil }
+
+        fileprivate func end() { live.store(false, ordering: .releasing) }
+    }
+
+    deinit { madeLink?.end() }
 
     /// Makes a context for `concurrencyType`'s queue.
     public init(concurrencyType: ConcurrencyType) {

@@ -62,6 +62,29 @@ struct ContextTests {
         }
     }
 
+    @Test("an object outlives its context: it then has none, reads as empty and changes nothing")
+    func objectOutlivesItsContext() throws {
+        try withTemporaryFolder { folder in
+            let fixture = try StoreFixture(in: folder)
+            var context: ManagedObjectContext? = fixture.context()
+            let milk = Item(context: context!)
+            milk.title = "Milk"
+            try context!.save()
+            let fetched = try #require(try fixture.context().all(Item.self, sortedBy: \.title).first)
+            #expect(fetched.managedObjectContext == nil, "the context the fetch made is gone with its statement")
+            #expect(milk.managedObjectContext === context)
+            weak let released = context
+            context = nil
+            #expect(released == nil)
+            for item in [milk, fetched] {
+                #expect(item.managedObjectContext == nil)
+                #expect(item.title == "" && item.value(forKey: "title") == nil)
+                item.title = "Tea"
+                #expect(item.title == "" && !item.hasChanges)
+            }
+        }
+    }
+
     @Test("moving and removing relationships keeps both sides in step, saved and read again")
     func relationshipsStayInStep() throws {
         try withTemporaryFolder { folder in
