@@ -78,8 +78,8 @@ extension MergeTarget {
         for change in log.changes {
             if change.existence == true, liveness[change.id] == nil, try insertNew(change, stamp: stamp) {
                 // An insert of an id the target has never held (every new object of a save), written without reading
-                // first: its record is the change, and a to-one of it points at its target from nothing.
-                if !change.values.isEmpty { updated.insert(change.id) }
+                // first: its record is the change, and a to-one of it points at its target from nothing. It counts as
+                // inserted, never as updated.
                 liveness[change.id] = Liveness(before: false, now: true)
                 for case (_, .object(let target)) in change.values { updated.insert(target) }
             } else {

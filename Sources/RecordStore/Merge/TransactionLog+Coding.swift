@@ -161,10 +161,24 @@ private struct NameTable {
     var names: [String] = []
     var indexes: [String: Int] = [:]
 
+    /// Up to this many names are found by comparing them in turn: a log names a few entities and their properties,
+    /// and comparing short names costs less than hashing one, which a log of thousands of objects did for each value.
+    static let searchedNames = 32
+
     mutating func index(_ name: String) -> Int {
-        if let index = indexes[name] { return index }
-        indexes[name] = names.count
+        if names.count <= Self.searchedNames {
+            if let index = names.firstIndex(of: name) { return index }
+        } else if let index = indexes[name] {
+            return index
+        }
         names.append(name)
+        if names.count > Self.searchedNames {
+            if indexes.isEmpty {
+                for (index, name) in names.enumerated() { indexes[name] = index }
+            } else {
+                indexes[name] = names.count - 1
+            }
+        }
         return names.count - 1
     }
 }
