@@ -71,9 +71,9 @@ struct ExternalDataTests {
             #expect(read.value(forKey: "thumbnail") as? Data == small)
             #expect(try fresh.existingObject(with: icon.objectID).value(forKey: "image") as? Data == small)
 
-            // The other device imports the value from the log and keeps it as a file of its own.
-            let imported = try b.coordinator.importUbiquitousContent()
-            #expect(imported.inserted.contains(photo.objectID))
+            // The other device imports the value from the log and keeps it as a file of its own. B's store watches the
+            // content folder, so its own import may have applied the log first; either way it holds it after this.
+            _ = try b.coordinator.importUbiquitousContent()
             #expect(Self.files(of: storeB) == [Self.hash(large)])
             let onB = b.context()
             #expect(try onB.existingObject(with: photo.objectID).value(forKey: "image") as? Data == large)
