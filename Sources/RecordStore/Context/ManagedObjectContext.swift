@@ -344,7 +344,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// An attribute's value: changed in memory, else as read from the store, else the attribute's default.
     func attributeValue(of object: ManagedObject, _ key: String) -> RecordValue {
-        if !object.changedValues.isEmpty, let value = object.changedValues[key] { return value }
+        if let value = object.changedValues[key] { return value }
         if let value = fire(object)[key] { return value }
         return object.entity.attributesByName[key]?.defaultValue ?? .null
     }
