@@ -267,6 +267,16 @@ extension ManagedObjectContext {
             case .keepObjectValue: break
             case .keepStoredValue: dropped[object, default: []].insert(conflict.property)
             case .set(let value):
+                // The one value of a save its context did not check as it was set: the store and every other device
+                // would take a value the property cannot hold.
+                do {
+                    try model?.check(ObjectChange(id: object.objectID, values: [conflict.property: value]))
+                } catch {
+                    throw RecordStoreError(
+                        .typeMismatch,
+                        "the merge policy set \(object.entity.name).\(conflict.property) to \(value), which it cannot hold",
+                        objectID: object.objectID, property: conflict.property)
+                }
                 dropped[object, default: []].insert(conflict.property)
                 overrides[object.objectID, default: ObjectChange(id: object.objectID)].values[conflict.property] = value
             }

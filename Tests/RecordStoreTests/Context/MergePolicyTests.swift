@@ -114,6 +114,19 @@ struct MergePolicyTests {
             #expect(error == nil)
             #expect(try stored(fixture, item).1 == 7)
         }
+        // A value the property cannot hold (text for a number, a number past Int16) is refused, naming the
+        // property, and nothing of the save is kept.
+        for wrong in [RecordValue.string("many"), .integer(70_000)] {
+            try withTemporaryFolder { folder in
+                let policy = MergePolicy { conflicts in
+                    Dictionary(uniqueKeysWithValues: conflicts.map { ($0, MergePolicy.Resolution.set(wrong)) })
+                }
+                let (fixture, mine, item, error) = try conflict(in: folder, policy: policy)
+                #expect(error?.code == .typeMismatch && error?.property == "quantity", "\(wrong)")
+                #expect(mine.hasChanges)
+                #expect(try stored(fixture, item) == ("Whole milk", 2, nil))
+            }
+        }
         try withTemporaryFolder { folder in
             // Theirs leaves the quantity as it was: only the title changed there, so nothing conflicts.
             let (fixture, _, item, error) = try conflict(in: folder, policy: .error, theirQuantity: 1)
