@@ -11,6 +11,15 @@ enum BenchOutput {
         FileHandle.standardOutput.write(Data(line.utf8))
     }
 
+    /// The 50th, 90th and 99th percentiles of `samples` in milliseconds, as `<metric>_p50_ms` and the others.
+    static func percentiles(bench: String, case name: String, metric: String, _ samples: [Duration]) {
+        for (percent, fraction) in [(50, 0.5), (90, 0.9), (99, 0.99)] {
+            figure(
+                bench: bench, case: name, metric: "\(metric)_p\(percent)_ms",
+                value: Measure.milliseconds(Measure.percentile(samples, fraction)))
+        }
+    }
+
     /// `text` as a JSON string.
     private static func quoted(_ text: String) -> String {
         var result = "\""

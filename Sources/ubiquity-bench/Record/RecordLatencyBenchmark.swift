@@ -199,10 +199,6 @@ enum RecordLatencyBenchmark {
 
     /// p50, p90 and p99 of `samples`, in milliseconds.
     static func report(_ label: String, _ metric: String, _ samples: [Duration]) {
-        for (percent, fraction) in [(50, 0.5), (90, 0.9), (99, 0.99)] {
-            BenchOutput.figure(
-                bench: name, case: label, metric: "\(metric)_p\(percent)_ms",
-                value: Measure.milliseconds(Measure.percentile(samples, fraction)))
-        }
+        BenchOutput.percentiles(bench: name, case: label, metric: metric, samples)
     }
 }
