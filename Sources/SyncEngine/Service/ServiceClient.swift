@@ -40,10 +40,12 @@ public struct ServiceClient: Sendable {
     }
 
     /// The process's HTTP client for the service: a connection that cannot be made fails at once (within 5 s)
-    /// instead of being retried until the request's deadline, so an unreachable service reads as "offline" quickly.
-    /// It lives as long as the process.
+    /// instead of being retried until the request's deadline, so an unreachable service reads as "offline" quickly;
+    /// a connection that goes silent for 60 s fails too. It lives as long as the process.
     public static let failFastHTTPClient: HTTPClient = {
-        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5)))
+        // The request's deadline covers only the answer's head: a body that stops coming (read by `send`, or
+        // streamed by `downloadChunk`) would otherwise hold its caller, and the item's lane it holds, forever.
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(60)))
         configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()

@@ -41,6 +41,41 @@ struct EngineRaceTests {
         }
     }
 
+    /// Holds every coordinated write of its file until ``letGo()`` (20 s at most: a bound against hanging only), and
+    /// tells ``began`` when the first one asked.
+    final class HoldingPresenter: FilePresenter, Sendable {
+        let presentedItemURL: URL?
+        let presentedItemOperationQueue = OperationQueue()
+        /// Whether a write is held now.
+        let holding = Mutex(false)
+        /// An element when a write asked to go ahead.
+        let began: AsyncStream<Void>
+        private let beginning: AsyncStream<Void>.Continuation
+        private let released = Mutex(false)
+        private let release = DispatchSemaphore(value: 0)
+
+        init(_ url: URL) {
+            presentedItemURL = url
+            let (stream, continuation) = AsyncStream.makeStream(of: Void.self)
+            began = stream
+            beginning = continuation
+        }
+
+        /// Lets the held write, and every later one, go ahead.
+        func letGo() {
+            released.withLock { $0 = true }
+            release.signal()
+        }
+
+        func relinquishPresentedItem(toWriter writer: @escaping @Sendable ((@Sendable () -> Void)?) -> Void) {
+            holding.withLock { $0 = true }
+            beginning.yield()
+            if !released.withLock({ $0 }) { _ = release.wait(timeout: .now() + 20) }
+            holding.withLock { $0 = false }
+            writer(nil)
+        }
+    }
+
     @Test("A deletion from another device removes the unchanged local copy, and it does not come back")
     func remoteDeletionRemovesUnchangedCopy() async throws {
         try await DevicePair.run { devices in
@@ -168,6 +203,36 @@ struct EngineRaceTests {
             #expect(!item.isPlaceholder)
             #expect(item.baseVersion == current)
             #expect(item.serverVersion == current, "the downloaded item does not read current until a later round")
+        }
+    }
+
+    @Test("A download waiting for its item's lane ends at once when cancelled, while the download ahead of it is held")
+    func cancelledDownloadLeavesTheLane() async throws {
+        try await DevicePair.run(configuration: .init(eagerDownloadLimit: 0)) { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            try devices.write(Data("bread".utf8), to: Self.path, on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            #expect(try await desktop.item(at: Self.path)?.isPlaceholder == true)
+
+            let gate = HoldingPresenter(desktop.layout.url(of: Self.path))
+            FileCoordinator.addFilePresenter(gate)
+            defer { FileCoordinator.removeFilePresenter(gate) }
+            // The first download takes the item's lane and stops in the coordinated write that puts the content in
+            // place: the gate holds it, as an unreachable service holds a request.
+            let first = Task { try await desktop.download(Self.path) }
+            for await _ in gate.began { break }
+            // The second waits for the lane; cancelled (a test over its time limit, an engine shutting down), it
+            // must end now, not when the first lets go.
+            let second = Task { try await desktop.download(Self.path) }
+            second.cancel()
+            let outcome = await second.result
+            #expect(gate.holding.withLock { $0 }, "the cancelled download waited for the download holding the lane")
+            #expect(throws: CancellationError.self) { try outcome.get() }
+
+            gate.letGo()
+            try await first.value
+            #expect(devices.read(Self.path, on: desktop) == Data("bread".utf8))
         }
     }
 }
