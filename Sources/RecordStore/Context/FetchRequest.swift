@@ -42,52 +42,27 @@ extension ManagedObjectContext {
     /// The objects `request` describes, as this context sees them.
     /// - Throws: ``RecordStoreError/Code/unknownEntity``, ``RecordStoreError/Code/storeNotAdded``, or what the
     ///   predicate throws.
+    // Inlined where `Result` is known, so the results are gathered without looking up generic metadata for each; the
+    // rows are read and the objects made by `forEachFetchedObject`.
+    @inlinable
     public func fetch<Result: ManagedObject>(_ request: FetchRequest<Result>) throws -> [Result] {
-        let (matched, unmatched) = try locked { () throws -> ([Result], [Result]) in
-            let entity = try entity(of: request)
-            // SQLite filters what it can answer as Swift would; objects changed here and not saved are judged in
-            // memory below, whatever the store holds for them.
-            let filter = request.predicate.flatMap { PredicateSQL($0, entity: entity) }
-            let database = try database()
-            var matched: [Result] = []
-            var unmatched: [Result] = []
-            // The store's objects, told apart from inserted and changed ones only when some are pending.
-            let changedHere =
-                request.includesPendingChanges
-                && pending.contains { $0.state == .inserted || (filter != nil && $0.entity === entity) }
-            var seen: Set<ManagedObjectID> = []
-            let snapshots = try database.read { try $0.liveSnapshots(of: entity.name, where: filter) }
-            registered.reserveCapacity(registered.count + snapshots.count)
-            if filter == nil {
-                unmatched.reserveCapacity(snapshots.count)
-            } else {
-                matched.reserveCapacity(snapshots.count)
+        // What SQLite matched, and what is left for the predicate in memory (every object, without a predicate).
+        var matched: [Result] = []
+        var unmatched: [Result] = []
+        let predicate = request.predicate
+        try forEachFetchedObject(
+            entityName: request.entityName, resultType: Result.self,
+            includesPendingChanges: request.includesPendingChanges,
+            translating: predicate.map { predicate in { entity in PredicateSQL(predicate, entity: entity) } },
+            reserving: { count in
+                if predicate == nil { unmatched.reserveCapacity(count) } else { matched.reserveCapacity(count) }
             }
-            for (id, snapshot) in snapshots {
-                let object = registeredObject(id, of: entity)
-                if object.snapshot == nil { object.snapshot = snapshot }
-                if changedHere { seen.insert(id) }
-                if request.includesPendingChanges, object.state == .deleted || object.state == .gone { continue }
-                guard let object = object as? Result else { continue }
-                if filter == nil || (changedHere && object.hasPropertyChanges) {
-                    unmatched.append(object)
-                } else {
-                    matched.append(object)
-                }
-            }
-            if changedHere {
-                for object in pending where object.entity === entity && !seen.contains(object.objectID) {
-                    let judged = object.state == .inserted || (filter != nil && object.state == .fault)
-                    if judged, object.hasPropertyChanges || object.state == .inserted, let object = object as? Result {
-                        unmatched.append(object)
-                    }
-                }
-            }
-            return (matched, unmatched)
+        ) { object, judged in
+            guard let object = object as? Result else { return }
+            if judged { unmatched.append(object) } else { matched.append(object) }
         }
-        // Without a predicate every object is in `unmatched`.
-        var results = request.predicate == nil ? unmatched : matched
-        if let predicate = request.predicate {
+        var results = predicate == nil ? unmatched : matched
+        if let predicate {
             for object in unmatched where try predicate.evaluate(object) { results.append(object) }
         }
         if !request.sortDescriptors.isEmpty { results.sort(using: request.sortDescriptors) }
@@ -96,13 +71,55 @@ extension ManagedObjectContext {
         return results
     }
 
+    /// Reads the objects of a fetch and hands each to `body`, under the context's lock: with `judged` `false` when
+    /// the store matched it (SQLite answered the predicate, translated by `translating`), `true` when the predicate
+    /// is still to be evaluated on it in memory (there is none to translate, or it is beyond SQL, or the object has
+    /// changes here the store does not hold).
+    @usableFromInline
+    func forEachFetchedObject(
+        entityName: String?, resultType: ManagedObject.Type, includesPendingChanges: Bool,
+        translating: ((EntityDescription) -> PredicateSQL?)?, reserving: (Int) -> Void,
+        _ body: (ManagedObject, _ judged: Bool) -> Void
+    ) throws {
+        try locked { () throws -> Void in
+            let entity = try entity(named: entityName, madeAs: resultType)
+            // SQLite filters what it can answer as Swift would; objects changed here and not saved are judged in
+            // memory below, whatever the store holds for them.
+            let filter = translating.flatMap { $0(entity) }
+            let hasPredicate = translating != nil
+            let database = try database()
+            // The store's objects, told apart from inserted and changed ones only when some are pending.
+            let changedHere =
+                includesPendingChanges
+                && pending.contains { $0.state == .inserted || (filter != nil && $0.entity === entity) }
+            var seen: Set<ManagedObjectID> = []
+            let snapshots = try database.read { try $0.liveSnapshots(of: entity.name, where: filter) }
+            registered.reserveCapacity(registered.count + snapshots.count)
+            reserving(snapshots.count)
+            for (id, snapshot) in snapshots {
+                // Registered with one hash of its id.
+                let object = registeredObject(id, of: entity)
+                if object.snapshot == nil { object.snapshot = snapshot }
+                if changedHere { seen.insert(id) }
+                if includesPendingChanges, object.state == .deleted || object.state == .gone { continue }
+                body(object, filter == nil || (changedHere && object.hasPropertyChanges))
+            }
+            if changedHere {
+                for object in pending where object.entity === entity && !seen.contains(object.objectID) {
+                    let judged = object.state == .inserted || (hasPredicate && object.state == .fault)
+                    if judged, object.hasPropertyChanges || object.state == .inserted { body(object, true) }
+                }
+            }
+        }
+    }
+
     /// How many objects `request` would fetch.
     public func count<Result: ManagedObject>(for request: FetchRequest<Result>) throws -> Int {
         let simple = try locked { () throws -> Int? in
             guard request.predicate == nil, request.fetchOffset == 0, request.fetchLimit == 0,
                 !request.includesPendingChanges || pending.isEmpty
             else { return nil }
-            let entity = try entity(of: request)
+            let entity = try entity(named: request.entityName, madeAs: Result.self)
             return try database().read { try $0.liveCount(of: entity.name) }
         }
         if let simple { return simple }
@@ -111,15 +128,16 @@ extension ManagedObjectContext {
         return try fetch(unlimited).count
     }
 
-    private func entity<Result: ManagedObject>(of request: FetchRequest<Result>) throws(RecordStoreError)
+    /// The entity named `name`, or without a name the one entity made as `type`.
+    private func entity(named name: String?, madeAs type: ManagedObject.Type) throws(RecordStoreError)
         -> EntityDescription
     {
         guard let model else { throw RecordStoreError(.storeNotAdded, "the context has no coordinator") }
-        if let name = request.entityName { return try model.entity(named: name) }
-        let matching = model.entities.filter { $0.managedObjectClass == Result.self }
+        if let name { return try model.entity(named: name) }
+        let matching = model.entities.filter { $0.managedObjectClass == type }
         guard matching.count == 1 else {
             throw RecordStoreError(
-                .unknownEntity, "the model has \(matching.count) entities made as \(Result.self); name the entity")
+                .unknownEntity, "the model has \(matching.count) entities made as \(type); name the entity")
         }
         return matching[0]
     }

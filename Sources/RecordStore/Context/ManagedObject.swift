@@ -44,8 +44,14 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     /// Values set through ``setValue(_:forKey:)`` that could not be kept: the property and what was wrong.
     var refusedValues: [(property: String, error: RecordStoreError)] = []
     var state: State = .fault
+    /// Where the object is in its context's ``PendingObjects``; -1 when not there.
+    var pendingPlace = -1
     /// Set on an object a fetch makes to learn which attribute a key path reads (``KeyProbe``).
-    weak var keyProbe: KeyProbe?
+    weak var keyProbe: KeyProbe? {
+        didSet { isKeyProbe = keyProbe != nil }
+    }
+    /// Whether ``keyProbe`` is set: a plain flag an attribute's read checks without loading the weak reference.
+    @usableFromInline private(set) var isKeyProbe = false
 
     enum State {
         /// Known by id, nothing read yet or read and unchanged.
@@ -156,8 +162,26 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     /// An attribute's value as the store keeps it (a changed value, else the stored one, else the default).
     public func primitiveValue(forKey key: String) -> RecordValue {
-        guard keyProbe == nil else { return .null }
-        return withContext { context in context.attributeValue(of: self, key) } ?? .null
+        guard !isKeyProbe else { return .null }
+        return attributeValue(forKey: key)
+    }
+
+    /// What an ``Attribute`` reads: the value of the attribute `key`, `null` without a context.
+    @usableFromInline
+    func attributeValue(forKey key: String) -> RecordValue {
+        withContext { context in context.attributeValue(of: self, key) } ?? .null
+    }
+
+    /// What an ``Attribute`` writes.
+    @usableFromInline
+    func setAttributeValue(_ value: RecordValue, forKey key: String) {
+        withContext { context in context.setAttribute(value, of: self, key) }
+    }
+
+    /// Tells the ``KeyProbe`` this object serves that the attribute `key` was read through `keyPath`.
+    @usableFromInline
+    func probeRead(_ key: String, through keyPath: AnyKeyPath) {
+        keyProbe?.read(key, through: keyPath)
     }
 
     /// The attributes changed since the last save, with their new values.

@@ -159,12 +159,10 @@ extension ManagedObjectContext {
                             + "delete \(object.objectID) and insert an object with the new key instead",
                         objectID: object.objectID, property: key)
                 }
-                for attribute in entity.attributes where !attribute.isOptional {
-                    if value(of: object, attribute).isNull {
-                        throw RecordStoreError(
-                            .validationFailed, "\(entity.name).\(attribute.name) is required but has no value",
-                            objectID: object.objectID, property: attribute.name)
-                    }
+                if let attribute = firstEmptyRequiredAttribute(of: object) {
+                    throw RecordStoreError(
+                        .validationFailed, "\(entity.name).\(attribute.name) is required but has no value",
+                        objectID: object.objectID, property: attribute.name)
                 }
                 for relationship in entity.relationships where !relationship.isToMany && !relationship.isOptional {
                     if self.relationship(of: object, relationship.name).isEmpty {
@@ -176,6 +174,19 @@ extension ManagedObjectContext {
             case .gone: break
             }
         }
+    }
+
+    /// The first of the entity's required attributes that `object` holds no value for.
+    private func firstEmptyRequiredAttribute(of object: ManagedObject) -> AttributeDescription? {
+        let entity = object.entity
+        // An inserted object holds a value for each attribute with a default unless it was set to none: with nothing
+        // set to none and every attribute without a default set, there is nothing to look for.
+        if object.state == .inserted, !object.changedValues.contains(where: { $0.value.isNull }),
+            entity.attributesWithoutDefault.allSatisfy({ object.changedValues[$0.name] != nil })
+        {
+            return nil
+        }
+        return entity.attributes.first { !$0.isOptional && value(of: object, $0).isNull }
     }
 
     /// The ids inserted objects of entities with a uniqueness key take: derived from the key's values.
@@ -308,7 +319,8 @@ extension ManagedObjectContext {
             var set = object.changedValues.makeIterator()
             var next = set.next()
             for attribute in entity.attributesInNameOrder {
-                while let entry = next, entry.key < attribute.name { next = set.next() }
+                // Equal names usually compare as equal bits at once: asked first, as most names are set.
+                while let entry = next, entry.key != attribute.name, entry.key < attribute.name { next = set.next() }
                 if let entry = next, entry.key == attribute.name {
                     change.values.append(attribute.name, entry.value)
                     next = set.next()
@@ -347,14 +359,29 @@ extension ManagedObjectContext {
         var snapshot: ObjectSnapshot?
         // A deleted object keeps the values it had, for whoever is told of its deletion.
         if !stale, object.state != .gone, let layout = try? schema.table(object.entity.name).layout {
-            let attributes = object.entity.attributes
+            let entity = object.entity
+            let attributes = entity.attributes
             let stored = object.snapshot
             // The layout lists the attributes first, in the entity's order, then the to-ones stored as registers.
             var values: [RecordValue] = []
             values.reserveCapacity(layout.properties.count)
+            if object.state == .inserted {
+                // The defaults, and over them the values set: the entity's names and the object's walked together in
+                // order instead of searching the values for each name.
+                values.append(contentsOf: entity.defaultValues)
+                var position = 0
+                let ordered = entity.attributesInNameOrder
+                for (key, value) in object.changedValues {
+                    while position < ordered.count, ordered[position].name != key, ordered[position].name < key {
+                        position += 1
+                    }
+                    guard position < ordered.count, ordered[position].name == key else { continue }
+                    values[entity.attributePlacesInNameOrder[position]] = value
+                }
+            }
             for (index, key) in layout.properties.enumerated() {
                 if index < attributes.count {
-                    values.append(value(of: object, attributes[index]))
+                    if object.state != .inserted { values.append(value(of: object, attributes[index])) }
                 } else if let targets = object.relationships[key] {
                     values.append(targets.first.map { .object(id($0)) } ?? .null)
                 } else {

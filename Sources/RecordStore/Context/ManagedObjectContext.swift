@@ -68,7 +68,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// Every object the context knows, by id.
     var registered: [ManagedObjectID: ManagedObject] = [:]
     /// Objects inserted, deleted or changed since the last save.
-    var pending: Set<ManagedObject> = []
+    var pending = PendingObjects()
     let saves = EventBroadcast<ObjectIDChanges>()
     /// Told after each save, merge, rollback, reset and processPendingChanges (fetched results controllers).
     private var changeObservers: [UUID: (ObjectIDChanges) -> Void] = [:]
@@ -216,13 +216,13 @@ public final class ManagedObjectContext: @unchecked Sendable {
     // MARK: - Objects
 
     /// The objects inserted since the last save.
-    public var insertedObjects: Set<ManagedObject> { locked { pending.filter { $0.state == .inserted } } }
+    public var insertedObjects: Set<ManagedObject> { locked { Set(pending.filter { $0.state == .inserted }) } }
     /// The objects changed (not inserted or deleted) since the last save.
     public var updatedObjects: Set<ManagedObject> {
-        locked { pending.filter { $0.state == .fault && $0.hasPropertyChanges } }
+        locked { Set(pending.filter { $0.state == .fault && $0.hasPropertyChanges }) }
     }
     /// The objects deleted since the last save.
-    public var deletedObjects: Set<ManagedObject> { locked { pending.filter { $0.state == .deleted } } }
+    public var deletedObjects: Set<ManagedObject> { locked { Set(pending.filter { $0.state == .deleted }) } }
     /// Every object the context knows.
     public var registeredObjects: Set<ManagedObject> { locked { Set(registered.values) } }
     /// Whether anything was inserted, changed or deleted since the last save.
@@ -346,7 +346,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     func attributeValue(of object: ManagedObject, _ key: String) -> RecordValue {
         if let value = object.changedValues[key] { return value }
         if let value = fire(object)[key] { return value }
-        return object.entity.attributesByName[key]?.defaultValue ?? .null
+        return object.entity.attribute(named: key)?.defaultValue ?? .null
     }
 
     /// The value of `attribute`, one of the object's entity's: an inserted object's without a look at the store.
@@ -372,23 +372,25 @@ public final class ManagedObjectContext: @unchecked Sendable {
 
     /// Sets an attribute in memory; a value of the wrong type is refused, to be reported by the next save.
     func setAttribute(_ value: RecordValue, of object: ManagedObject, _ key: String) {
-        guard let attribute = object.entity.attributesByName[key] else {
-            refuse(object, key, .unknownProperty, "\(object.entity.name) has no attribute \(key)")
+        let entity = object.entity
+        // The description is read where it lies: copying it out for each value set cost a tenth of the setting.
+        guard let index = entity.attributeIndex(named: key) else {
+            refuse(object, key, .unknownProperty, "\(entity.name) has no attribute \(key)")
             return
         }
-        guard value.isNull || attribute.type.accepts(value) else {
-            refuse(object, key, .typeMismatch, "\(object.entity.name).\(key) cannot hold \(value)")
+        guard value.isNull || entity.attributes[index].type.accepts(value) else {
+            refuse(object, key, .typeMismatch, "\(entity.name).\(key) cannot hold \(value)")
             return
         }
-        if object.changedValues.isEmpty { object.changedValues.reserveCapacity(object.entity.attributes.count) }
+        if object.changedValues.isEmpty { object.changedValues.reserveCapacity(entity.attributes.count) }
         let old: RecordValue
         if object.state == .inserted {
             // An inserted object is pending from its insert until the save, and saves all its values whether set or
             // not: the value is kept with one search, even one equal to the default.
-            old = object.changedValues.updateValue(value, forKey: key) ?? attribute.defaultValue
+            old = object.changedValues.updateValue(value, forKey: key) ?? entity.attributes[index].defaultValue
             guard old != value else { return }
         } else {
-            let stored = fire(object)[key] ?? attribute.defaultValue
+            let stored = fire(object)[key] ?? entity.attributes[index].defaultValue
             old = object.changedValues[key] ?? stored
             guard old != value else { return }
             object.changedValues[key] = stored == value ? nil : value

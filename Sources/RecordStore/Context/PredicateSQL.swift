@@ -10,6 +10,7 @@ import GRDB
 /// `false`) when the attribute has no default, or the empty value as its default, so the column is read as that;
 /// attributes with other defaults are left to memory (an empty column there is the default or nothing, and only the
 /// stamps tell which).
+@usableFromInline
 struct PredicateSQL {
     /// The `WHERE` condition over the entity's table.
     let condition: String
@@ -17,6 +18,7 @@ struct PredicateSQL {
     let arguments: [DatabaseValue]
 
     /// Translates `predicate` over objects of `entity`, or `nil` when any of it is beyond SQL.
+    @usableFromInline
     init?<Result: ManagedObject>(_ predicate: Predicate<Result>, entity: EntityDescription) {
         var translation = Translation(entity: entity, variable: predicate.variable.key, probe: KeyProbe(entity))
         guard let condition = translation.condition(predicate.expression) else { return nil }

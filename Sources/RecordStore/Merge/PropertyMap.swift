@@ -15,6 +15,7 @@ package struct PropertyMap<Value> {
 
     /// The map of `dictionary`'s entries.
     package init(_ dictionary: [String: Value]) {
+        guard !dictionary.isEmpty else { return }
         entries = dictionary.map { Entry(key: $0.key, value: $0.value) }
         entries.sort { $0.key < $1.key }
     }
@@ -67,6 +68,13 @@ package struct PropertyMap<Value> {
     package var isEmpty: Bool { entries.isEmpty }
     /// The names, in order.
     package var keys: [String] { entries.map(\.key) }
+
+    /// Whether the names are `names`, in the same order.
+    package func keys(equal names: [String]) -> Bool {
+        guard entries.count == names.count else { return false }
+        for index in entries.indices where entries[index].key != names[index] { return false }
+        return true
+    }
     /// The values, in the order of their names.
     package var values: [Value] { entries.map(\.value) }
 
@@ -104,6 +112,11 @@ extension PropertyMap: Sequence {
 
 extension PropertyMap: ExpressibleByDictionaryLiteral {
     package init(dictionaryLiteral elements: (String, Value)...) {
+        // `[:]`, written for every new object's changes and every saved object's, makes no table to sort.
+        guard !elements.isEmpty else {
+            self.init()
+            return
+        }
         self.init(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 }

@@ -26,8 +26,18 @@ package struct Stamp: Sendable, Hashable, Comparable, CustomStringConvertible {
 extension UUID {
     /// Orders UUIDs by their bytes.
     package func isOrdered(before other: UUID) -> Bool {
-        withUnsafeBytes(of: uuid) { lhs in
-            withUnsafeBytes(of: other.uuid) { rhs in lhs.lexicographicallyPrecedes(rhs) }
+        // The bytes' order is that of the two big-endian words they spell, compared as numbers.
+        let (lhs, rhs) = (bigEndianWords, other.bigEndianWords)
+        return lhs.0 != rhs.0 ? lhs.0 < rhs.0 : lhs.1 < rhs.1
+    }
+
+    /// The first and last eight bytes, each read as a big-endian number.
+    private var bigEndianWords: (UInt64, UInt64) {
+        withUnsafeBytes(of: uuid) {
+            (
+                UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)),
+                UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
         }
     }
 }

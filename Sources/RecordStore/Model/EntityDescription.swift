@@ -27,6 +27,12 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     public let attributesByName: [String: AttributeDescription]
     /// The attributes in the order of their names, the order a change holds its values in.
     let attributesInNameOrder: [AttributeDescription]
+    /// For each of ``attributesInNameOrder``, its place in ``attributes``.
+    let attributePlacesInNameOrder: [Int]
+    /// Each attribute's default value, in the order of ``attributes``.
+    let defaultValues: [RecordValue]
+    /// The attributes a new object must be given a value for: required, without a default.
+    let attributesWithoutDefault: [AttributeDescription]
     /// Relationships by name.
     public let relationshipsByName: [String: RelationshipDescription]
 
@@ -48,10 +54,32 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.relationships = relationships
         self.uniquenessKey = uniquenessKey
         self.attributesByName = Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
-        self.attributesInNameOrder = attributesByName.values.sorted { $0.name < $1.name }
+        let places = Dictionary(attributes.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.attributePlacesInNameOrder = places.values.sorted { attributes[$0].name < attributes[$1].name }
+        self.attributesInNameOrder = attributePlacesInNameOrder.map { attributes[$0] }
+        self.defaultValues = attributes.map(\.defaultValue)
+        self.attributesWithoutDefault = attributes.filter { !$0.isOptional && $0.defaultValue.isNull }
         self.relationshipsByName = Dictionary(
             relationships.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
     }
+
+    /// The attribute named `name`. An entity has a handful: comparing the names in turn answers sooner than hashing
+    /// the one asked for (two equal names usually compare as equal bits at once); a large entity is looked up by hash.
+    func attribute(named name: String) -> AttributeDescription? {
+        attributeIndex(named: name).map { attributes[$0] }
+    }
+
+    /// Where the attribute named `name` is in ``attributes``, found as ``attribute(named:)`` finds it: for a read of
+    /// its description in place, without copying it out.
+    func attributeIndex(named name: String) -> Int? {
+        guard attributes.count <= Self.namesComparedInTurn else {
+            return attributesByName[name] == nil ? nil : attributes.firstIndex { $0.name == name }
+        }
+        return attributes.firstIndex { $0.name == name }
+    }
+
+    /// Up to how many attributes ``attribute(named:)`` compares names in turn.
+    static let namesComparedInTurn = 16
 
     /// The names of its attributes and relationships.
     public var propertyNames: [String] { attributes.map(\.name) + relationships.map(\.name) }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 
 /// Reads and writes of one store's database inside one transaction: the merge's target, the reads an app's
 /// objects are made from, and the store's own bookkeeping (its clock, its saves, the logs it has applied).
@@ -8,6 +9,27 @@ struct StoreAccess {
     let schema: StoreSchema
     /// Where large values live; `nil` for a store in memory, which keeps them in its database.
     var external: ExternalData? = nil
+    /// What the last new object's row was written with, for the next of a save's thousands (``insertNew(_:stamp:)``).
+    private var lastInsert: InsertMemory?
+
+    init(db: Database, schema: StoreSchema, external: ExternalData? = nil) {
+        self.db = db
+        self.schema = schema
+        self.external = external
+    }
+
+    /// The table and statement of the entity of the last new object written, and the stamp list of its properties:
+    /// the objects of a save come in the order of their ids, entity by entity, and share a stamp and most often the
+    /// names of their properties, so the next object's row is bound without looking its statement up by its SQL
+    /// (hashing the whole text) or writing the same stamp list again.
+    private struct InsertMemory {
+        let entityName: String
+        let table: EntityTable
+        let statement: Statement
+        var stamp: Stamp
+        var properties: [String]
+        var stamps: Data
+    }
 
     var model: ManagedObjectModel { schema.model }
 }
@@ -37,12 +59,27 @@ extension StoreAccess: MergeTarget {
     }
 
     mutating func insertNew(_ change: ObjectChange, stamp: Stamp) throws -> Bool {
-        let table = try schema.table(change.id.entityName)
-        let external = external
-        try db.cachedStatement(sql: table.insertSQL).run {
-            try table.bind(change, stamp: stamp, external: external, to: &$0)
+        var memory: InsertMemory
+        if let last = lastInsert, last.entityName == change.id.entityName {
+            memory = last
+        } else {
+            let table = try schema.table(change.id.entityName)
+            memory = InsertMemory(
+                entityName: change.id.entityName, table: table,
+                statement: try db.cachedStatement(sql: table.insertSQL), stamp: stamp, properties: [],
+                stamps: StampList.encode([:], at: stamp))
         }
-        return db.changesCount > 0
+        if memory.stamp != stamp || !change.values.keys(equal: memory.properties) {
+            memory.stamp = stamp
+            memory.properties = change.values.keys
+            memory.stamps = StampList.encode(change.values, at: stamp)
+        }
+        lastInsert = memory
+        let external = external
+        try memory.statement.run {
+            try memory.table.bind(change, stamp: stamp, stamps: memory.stamps, external: external, to: &$0)
+        }
+        return sqlite3_changes(db.sqliteConnection) > 0
     }
 
     func link(_ key: LinkKey) throws -> Register<Bool>? {
@@ -91,7 +128,7 @@ struct ObjectSnapshot: Sendable, Hashable {
 
     /// The value of `property`; `nil` for a property the snapshot does not hold.
     subscript(property: String) -> RecordValue? {
-        layout.index[property].map { values[$0] }
+        layout.position(of: property).map { values[$0] }
     }
 
     /// The values by property name.
@@ -112,6 +149,13 @@ final class SnapshotLayout: Sendable, Hashable {
     }
 
     static let empty = SnapshotLayout([])
+
+    /// Where `property` is in ``properties``: its names compared in turn while there are few, as
+    /// ``EntityDescription/attribute(named:)`` does, else looked up by hash.
+    func position(of property: String) -> Int? {
+        guard properties.count <= EntityDescription.namesComparedInTurn else { return index[property] }
+        return properties.firstIndex(of: property)
+    }
 
     static func == (lhs: SnapshotLayout, rhs: SnapshotLayout) -> Bool {
         lhs === rhs || lhs.properties == rhs.properties

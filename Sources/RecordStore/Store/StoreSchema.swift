@@ -14,17 +14,29 @@ import GRDB
 struct StoreSchema: Sendable {
     let model: ManagedObjectModel
     let tables: [String: EntityTable]
+    /// The same tables in the model's order, searched in turn while there are few.
+    private let tableList: [EntityTable]
 
     init(model: ManagedObjectModel) {
         self.model = model
         var tables: [String: EntityTable] = [:]
-        for entity in model.entities { tables[entity.name] = EntityTable(entity: entity, model: model) }
+        var tableList: [EntityTable] = []
+        for entity in model.entities where tables[entity.name] == nil {
+            let table = EntityTable(entity: entity, model: model)
+            tables[entity.name] = table
+            tableList.append(table)
+        }
         self.tables = tables
+        self.tableList = tableList
     }
 
-    /// The table of `entity`.
+    /// The table of `entity`: the names compared in turn in a model of a few entities (a save and a fetch ask once
+    /// for each object, and equal names usually compare as equal bits at once), else looked up by hash.
     func table(_ entity: String) throws(RecordStoreError) -> EntityTable {
-        guard let table = tables[entity] else {
+        let found =
+            tableList.count <= EntityDescription.namesComparedInTurn
+            ? tableList.first { $0.entity.name == entity } : tables[entity]
+        guard let table = found else {
             throw RecordStoreError(.unknownEntity, "the model has no entity named \(String(reflecting: entity))")
         }
         return table
@@ -250,14 +262,15 @@ final class EntityTable: Sendable {
 
     /// Binds the parameters of ``insertSQL`` for the object `change` inserts at `stamp`: the record merging it into
     /// nothing would give, without making that record.
-    func bind(_ change: ObjectChange, stamp: Stamp, external: ExternalData?, to bindings: inout DirectBindings)
-        throws(RecordStoreError)
-    {
+    /// - Parameter stamps: `StampList.encode(change.values, at: stamp)`, which objects with the same properties share.
+    func bind(
+        _ change: ObjectChange, stamp: Stamp, stamps: Data, external: ExternalData?, to bindings: inout DirectBindings
+    ) throws(RecordStoreError) {
         bindings.bind(change.id.uuid)
         bindings.bind(Int64(1))
         bindings.bind(Int64(bitPattern: stamp.time))
         bindings.bind(stamp.device)
-        bindings.bind(bytes: StampList.encode(change.values, at: stamp))
+        bindings.bind(bytes: stamps)
         try bindColumns(external: external, to: &bindings) { change.values[$0] ?? .null }
     }
 
