@@ -98,6 +98,7 @@ extension ManagedObjectContext {
         var stale: Set<ManagedObject> = []
         // A store without ubiquitous options writes no logs.
         let keepsLogs = store?.ubiquitousContentFolder != nil
+        var kept: RecordDatabase.KeptLog?
         let result = try database.write { access -> (TransactionLog, MergeChanges)? in
             var overrides: [ManagedObjectID: ObjectChange] = [:]
             var dropped: [ManagedObject: Set<String>] = [:]
@@ -123,13 +124,15 @@ extension ManagedObjectContext {
             let meaningful = changes.filter {
                 $0.existence != nil || !$0.values.isEmpty || !$0.linksAdded.isEmpty || !$0.linksRemoved.isEmpty
             }
-            return try access.save(
+            let saved = try access.save(
                 meaningful, physicalMilliseconds: now, keepingLog: keepsLogs,
                 forgettingUpTo: database.durableSequence)
+            kept = access.keptLog
+            return saved
         }
         for object in objects { settle(object, stale: stale.contains(object), schema: database.schema, id: id) }
         pending.removeAll()
-        store?.didSave()
+        store?.didSave(justSaved: kept)
         return result.map { ObjectIDChanges($0.1) } ?? ObjectIDChanges()
     }
 

@@ -67,9 +67,19 @@ enum Compaction {
 
     /// After a save or an import: writes the store's progress, a baseline when enough saves came since the last
     /// one, and removes this store's files no device needs (after a save, only when it wrote a baseline).
+    ///
+    /// A save changes neither what other devices hold nor what this store holds of theirs, so once a pass has written
+    /// the progress and found the newest baseline, a save (whose log's sequence is `saved`) short of the next
+    /// baseline has nothing to do: it neither reads the database nor touches the folder.
     static func run(
-        store: PersistentStore, folder: URL, threshold: Int, memory: inout Memory, afterSave: Bool
+        store: PersistentStore, folder: URL, threshold: Int, memory: inout Memory, afterSave: Bool,
+        saved savedSequence: UInt64? = nil
     ) throws(RecordStoreError) {
+        if afterSave, let savedSequence, memory.progress != nil, let newest = memory.newestBaseline,
+            savedSequence < newest + UInt64(max(threshold, 1))
+        {
+            return
+        }
         let own = folder.appendingPathComponent(store.identifier, isDirectory: true)
         let (coverage, saved) = try store.database.read { access in
             (try access.coverage(), UInt64(try access.integerMeta("sequence")))
@@ -111,10 +121,13 @@ enum Compaction {
             needed = min(needed, theirs[store.database.replica] ?? 0)
         }
         let removable = min(needed, baselineSequence)
+        // Removed by path: a baseline takes a thousand logs with it, and Foundation's removal of one looks up the
+        // working folder and the file's kind first. A file that cannot be removed is kept, as it was found.
+        let ownPath = own.path
         for file in files {
             guard let (number, isBaseline) = sequence(ofFile: file) else { continue }
             let obsolete = isBaseline ? number < baselineSequence : number <= removable
-            if obsolete { try? FileManager.default.removeItem(at: own.appendingPathComponent(file)) }
+            if obsolete { unlink(ownPath + "/" + file) }
         }
     }
 

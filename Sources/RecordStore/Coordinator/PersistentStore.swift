@@ -83,6 +83,7 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
         self.options = options
         self.database = try RecordDatabase(url: type == .sqlite ? url : nil, model: model)
         self.identifier = database.replica.uuidString
+        self.logFolder = ubiquitousContentFolder?.appendingPathComponent(identifier, isDirectory: true)
         if let logFolder {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: logFolder.path)) ?? []
             // A log removed once a baseline held it leaves its number in the baseline's name.
@@ -111,11 +112,13 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     /// time: a save and an import finishing together would otherwise write the same files at once.
     /// After a save (`afterSave`), files are looked for only when a baseline was written: what may be removed depends
     /// on the other devices' progress, which only an import brings.
-    func compact(afterSave: Bool = false) throws(RecordStoreError) {
+    /// - Parameter saved: After a save, its log's sequence: a pass that would find nothing to do is skipped.
+    func compact(afterSave: Bool = false, saved: UInt64? = nil) throws(RecordStoreError) {
         guard let folder = ubiquitousContentFolder else { return }
         try compacting.withLock { memory throws(RecordStoreError) in
             try Compaction.run(
-                store: self, folder: folder, threshold: baselineThreshold, memory: &memory, afterSave: afterSave)
+                store: self, folder: folder, threshold: baselineThreshold, memory: &memory, afterSave: afterSave,
+                saved: saved)
         }
     }
 
@@ -126,11 +129,12 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     }
 
     /// This device's folder of logs.
-    var logFolder: URL? { ubiquitousContentFolder?.appendingPathComponent(identifier, isDirectory: true) }
+    let logFolder: URL?
 
     /// Writes the logs of saves not yet in the container. A failure is logged and retried after the next save and
     /// on the next open: the saves are safe in the outbox meanwhile.
-    func didSave() {
+    /// - Parameter justSaved: The log of the save that asks, which need not be read back from the outbox.
+    func didSave(justSaved: RecordDatabase.KeptLog? = nil) {
         // A store without ubiquitous options keeps no logs (its outbox was emptied when it opened): a save is its
         // one transaction and its one flush.
         guard let logFolder else { return }
@@ -138,13 +142,13 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
         // now. It is written when this account's store is next opened.
         guard belongsToSignedInAccount else { return }
         do {
-            try database.exportOutbox(to: logFolder)
+            try database.exportOutbox(to: logFolder, justSaved: justSaved)
         } catch {
             logger.error("the store's logs could not be written; they are kept and written later: \(error)")
             return
         }
         do {
-            try compact(afterSave: true)
+            try compact(afterSave: true, saved: justSaved?.sequence)
         } catch {
             logger.error("the store's progress or baseline could not be written: \(error)")
         }

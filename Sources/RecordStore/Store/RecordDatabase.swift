@@ -1,6 +1,7 @@
 import DocumentKit
 import Foundation
 import GRDB
+import Logging
 import Synchronization
 
 /// A store's database: SQLite through GRDB in WAL mode, laid out by ``StoreSchema``, with the store's bookkeeping
@@ -27,13 +28,23 @@ final class RecordDatabase: Sendable {
     /// logs, kept in the outbox until flushed, cost one flush each per this many saves.
     static let logsFlushedTogether = 32
 
+    private static let logger = Logger(label: "RecordStore.RecordDatabase")
+
     struct Export {
         /// The folders whose leftover temporary files were removed since the database was opened (a killed write
-        /// leaves one only before this open, so each folder is swept once).
+        /// leaves one only before this open, so each folder is swept once), and that were made if missing.
         var swept: Set<URL> = []
-        /// Logs written and not flushed yet, and the sequence of the newest.
-        var unflushed: [URL] = []
+        /// Logs written and not flushed yet — with the descriptor a save's own log was written through, kept open
+        /// for its flush — and the sequence of the newest.
+        var unflushed: [(url: URL, descriptor: Int32?)] = []
         var newestUnflushed: UInt64 = 0
+    }
+
+    /// A log a save just kept in the outbox: its sequence and bytes, handed to ``exportOutbox(to:justSaved:)`` so that
+    /// the export need not read them back.
+    struct KeptLog: Sendable {
+        let sequence: UInt64
+        let bytes: Data
     }
     /// The device this store saves as.
     let replica: UUID
@@ -143,12 +154,65 @@ final class RecordDatabase: Sendable {
     /// Writes the logs of saves not yet in `folder` (this device's folder of the container), each safely, then
     /// forgets them. A log written before a crash is written again whole, with the same bytes.
     /// - Returns: How many logs were written.
+    /// - Parameter justSaved: The log of the save that asks, written straight to its file when it is the next log
+    ///   to export and its folder was prepared since the database was opened (no earlier file of that name can be
+    ///   there: the sequence was raised past every file in the folder at open).
     @discardableResult
-    func exportOutbox(to folder: URL) throws(RecordStoreError) -> Int {
+    func exportOutbox(to folder: URL, justSaved: KeptLog? = nil) throws(RecordStoreError) -> Int {
         // Two contexts saving at once export one at a time: each removes what a killed write left, never the
         // other's file being written.
         try exporting.withLock { export throws(RecordStoreError) -> Int in
-            try exportUnlocked(to: folder, export: &export)
+            if let justSaved, justSaved.sequence == exported.load(ordering: .acquiring) + 1,
+                export.swept.contains(folder), writeNewLog(justSaved, in: folder, export: &export)
+            {
+                return 1
+            }
+            return try exportUnlocked(to: folder, export: &export)
+        }
+    }
+
+    /// Writes a save's log as a new file of `folder`, without Foundation's URLs or a search for a file of its name:
+    /// a temporary file of the safe writer's naming, renamed into place, its descriptor kept for the flush.
+    /// - Returns: Whether it was written; on `false` nothing was, and the outbox's export writes it.
+    private func writeNewLog(_ log: KeptLog, in folder: URL, export: inout Export) -> Bool {
+        let name = Self.logFileName(log.sequence)
+        let folderPath = folder.path
+        let destination = folderPath + "/" + name
+        let temporary = folderPath + "/." + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 16) + ".tmp"
+        let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { return false }
+        let written = log.bytes.withUnsafeBytes { bytes -> Bool in
+            var offset = 0
+            while offset < bytes.count {
+                let count = Foundation.write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { return false }
+                offset += count
+            }
+            return true
+        }
+        guard written, rename(temporary, destination) == 0 else {
+            Foundation.close(descriptor)
+            unlink(temporary)
+            return false
+        }
+        export.unflushed.append((folder.appendingPathComponent(name), descriptor))
+        export.newestUnflushed = log.sequence
+        exported.store(log.sequence, ordering: .releasing)
+        if export.unflushed.count >= Self.logsFlushedTogether {
+            do {
+                try flush(&export)
+            } catch {
+                // Written: the flush is tried again with the next save's, and the outbox keeps the log meanwhile.
+                Self.logger.error("the store's logs could not be made durable; tried again later: \(error)")
+            }
+        }
+        return true
+    }
+
+    deinit {
+        exporting.withLock { export in
+            for case (_, let descriptor?) in export.unflushed { Foundation.close(descriptor) }
         }
     }
 
@@ -205,7 +269,7 @@ final class RecordDatabase: Sendable {
                         try SafeFileWriter.writeFile(bytes, to: temporary, synchronizes: false)
                     }
                 }
-                export.unflushed.append(destination)
+                export.unflushed.append((destination, nil))
                 export.newestUnflushed = sequence
             }
         } catch {
@@ -221,10 +285,23 @@ final class RecordDatabase: Sendable {
     /// next save.
     private func flush(_ export: inout Export) throws(RecordStoreError) {
         do {
-            for url in export.unflushed { try SafeFileWriter.synchronizeItem(at: url) }
-            for folder in Set(export.unflushed.map { $0.deletingLastPathComponent() }) {
+            for (index, log) in export.unflushed.enumerated() {
+                if let descriptor = log.descriptor {
+                    guard fsync(descriptor) == 0 else {
+                        throw RecordStoreError(
+                            .storeFailed, "\(log.url.path) cannot be made durable: \(String(cString: strerror(errno)))")
+                    }
+                    Foundation.close(descriptor)
+                    export.unflushed[index].descriptor = nil
+                } else {
+                    try SafeFileWriter.synchronizeItem(at: log.url)
+                }
+            }
+            for folder in Set(export.unflushed.map { $0.url.deletingLastPathComponent() }) {
                 try SafeFileWriter.synchronizeDirectory(at: folder)
             }
+        } catch let error as RecordStoreError {
+            throw error
         } catch {
             throw RecordStoreError(.storeFailed, "the store's logs cannot be made durable", underlying: error)
         }

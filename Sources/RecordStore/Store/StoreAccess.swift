@@ -11,6 +11,9 @@ struct StoreAccess {
     var external: ExternalData? = nil
     /// What the last new object's row was written with, for the next of a save's thousands (``insertNew(_:stamp:)``).
     private var lastInsert: InsertMemory?
+    /// The log ``save(_:physicalMilliseconds:keepingLog:forgettingUpTo:)`` kept in the outbox, for the export after
+    /// the commit.
+    private(set) var keptLog: RecordDatabase.KeptLog?
 
     init(db: Database, schema: StoreSchema, external: ExternalData? = nil) {
         self.db = db
@@ -317,9 +320,11 @@ extension StoreAccess {
         // The context checked each value as it was set.
         let merged = try apply(log, model: model, checked: true)
         if keepingLog {
+            let bytes = Data(log.encoded())
             try db.cachedStatement(sql: "INSERT INTO rs_outbox (sequence, log) VALUES (?, ?)").execute(arguments: [
-                Int64(sequence), Data(log.encoded()),
+                Int64(sequence), bytes,
             ])
+            keptLog = RecordDatabase.KeptLog(sequence: sequence, bytes: bytes)
         }
         try setMeta("clock", Int64(bitPattern: time))
         try setMeta("sequence", Int64(sequence))

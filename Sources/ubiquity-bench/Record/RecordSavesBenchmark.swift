@@ -11,6 +11,10 @@ import RecordStore
 /// new databases, the four in a rotating order; medians of five rounds after a short warm-up round. Rounds keep
 /// their files until the end: ext4 without a journal skips inodes freed in the last minute or more when it makes a
 /// file, so deleting a round's thousand logs would slow the next round's. Target: at most 2× GRDB.
+///
+/// Beside them, the floor a ubiquitous save stands on here: 1,000 files of a log's size written by hand as a save
+/// writes its log (a temporary file created, written, closed and renamed into place, unflushed), whose time this
+/// machine's file system alone decides (`us_per_log_file_by_hand`).
 enum RecordSavesBenchmark {
     static let name = "record.saves"
     static let saves = 1_000
@@ -18,8 +22,11 @@ enum RecordSavesBenchmark {
     static let warmUpSaves = 100
 
     private enum Variant: Int, CaseIterable {
-        case ubiquitous, local, grdb, grdbNormal
+        case ubiquitous, local, grdb, grdbNormal, files
     }
+
+    /// About the size of the log of a save of one item.
+    static let logSize = 256
 
     static func run(in scratch: URL) throws {
         let values = (0..<saves).map(ItemValues.init)
@@ -37,6 +44,7 @@ enum RecordSavesBenchmark {
         }
         let baseline = RecordBench.milliseconds(Measure.median(totals[.grdb]!))
         let normal = RecordBench.milliseconds(Measure.median(totals[.grdbNormal]!))
+        let files = RecordBench.milliseconds(Measure.median(totals[.files]!))
         for variant in [Variant.ubiquitous, .local] {
             let label = "\(saves) saves of one item, \(variant == .ubiquitous ? "ubiquitous" : "local") store"
             let total = RecordBench.milliseconds(Measure.median(totals[variant]!))
@@ -51,6 +59,8 @@ enum RecordSavesBenchmark {
                 bench: name, case: label, metric: "median_ms_grdb_transactions_synchronous_normal", value: normal)
             BenchOutput.figure(
                 bench: name, case: label, metric: "ratio_vs_grdb_synchronous_normal", value: total / normal)
+            BenchOutput.figure(
+                bench: name, case: label, metric: "us_per_log_file_by_hand", value: files * 1000 / Double(saves))
         }
     }
 
@@ -64,6 +74,27 @@ enum RecordSavesBenchmark {
             return try grdb(values, at: folder.appendingPathComponent("grdb.sqlite"), synchronous: .full)
         case .grdbNormal:
             return try grdb(values, at: folder.appendingPathComponent("grdb-normal.sqlite"), synchronous: .normal)
+        case .files:
+            return try files(values.count, in: folder.appendingPathComponent("files", isDirectory: true))
+        }
+    }
+
+    /// Writes `count` files of ``logSize`` bytes into `folder` as a save writes its log.
+    private static func files(_ count: Int, in folder: URL) throws -> Duration {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let bytes = [UInt8](repeating: 0x5A, count: logSize)
+        let path = folder.path
+        return try ContinuousClock().measure {
+            for index in 0..<count {
+                let name = String(format: "%012d.log", index + 1)
+                let temporary = "\(path)/.\(name).\(String(UInt64.random(in: 0...UInt64.max), radix: 16)).tmp"
+                let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o644)
+                guard descriptor >= 0, write(descriptor, bytes, bytes.count) == bytes.count else {
+                    throw BenchError("\(temporary) cannot be written")
+                }
+                close(descriptor)
+                guard rename(temporary, "\(path)/\(name)") == 0 else { throw BenchError("\(name) cannot be renamed") }
+            }
         }
     }
 
