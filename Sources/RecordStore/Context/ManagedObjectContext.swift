@@ -396,6 +396,8 @@ public final class ManagedObjectContext: @unchecked Sendable {
             object.changedValues[key] = stored == value ? nil : value
             pending.insert(object)
         }
+        // Asked first: the undo's closure, holding the old value, is made only for a context that keeps undo.
+        guard storedUndoManager != nil else { return }
         registerUndo(object) { context, object in context.setAttribute(old, of: object, key) }
     }
 

@@ -51,7 +51,15 @@ package struct PropertyMap<Value> {
         switch (found, value) {
         case (true, let value?): entries[index].value = value
         case (true, nil): entries.remove(at: index)
-        case (false, let value?): entries.insert(Entry(key: key, value: value), at: index)
+        case (false, let value?):
+            // Appended and moved down into place: for a handful of entries, swapping beats the array's general
+            // insertion (a new object's values are set in any order, each a new name).
+            entries.append(Entry(key: key, value: value))
+            var place = entries.count - 1
+            while place > index {
+                entries.swapAt(place, place - 1)
+                place -= 1
+            }
         case (false, nil): break
         }
         return old

@@ -102,6 +102,10 @@ final class EntityTable: Sendable {
     let layout: SnapshotLayout
     /// Each column's value when its property was never set: the attribute's default, nothing for a to-one.
     let defaults: [RecordValue]
+    /// Each column's attribute type (`nil` for a to-one) and whether it may refer to a file: what reading a row
+    /// asks of a column, kept apart from its names so that a fetch reading thousands of rows copies none.
+    let columnTypes: [AttributeType?]
+    let columnsAllowingFiles: [Bool]
     /// The to-manys stored as links from this entity.
     let linkRelationships: [String]
     let selectSQL: String
@@ -144,6 +148,8 @@ final class EntityTable: Sendable {
         self.columns = columns
         let attributes = Dictionary(uniqueKeysWithValues: entity.attributes.map { ($0.name, $0) })
         self.defaults = columns.map { attributes[$0.property]?.defaultValue ?? .null }
+        self.columnTypes = columns.map(\.type)
+        self.columnsAllowingFiles = columns.map(\.isExternal)
         self.layout = SnapshotLayout(columns.map(\.property))
         self.linkRelationships = links
         let names = columns.map { "\"\($0.column)\"" }
@@ -170,16 +176,19 @@ final class EntityTable: Sendable {
         var unsure: [Int] = []
         // By index, each column read where it lies: a fetch reads thousands of rows, and copying a column's
         // description out of the array for each cost more than reading its value.
-        for index in columns.indices {
+        for index in columnTypes.indices {
             let stored = row.databaseValue(at: offset + 1 + index)
             if stored.isNull {
                 values.append(.null)
                 if !defaults[index].isNull { unsure.append(index) }
-            } else if columns[index].isExternal, let external, case .string(let reference) = stored.storage,
+            } else if columnsAllowingFiles[index], let external, case .string(let reference) = stored.storage,
                 reference.hasPrefix(ExternalData.referencePrefix)
             {
                 values.append(.data(try external.load(reference, for: "\(entity.name).\(columns[index].property)")))
+            } else if let type = columnTypes[index], let value = PropertyColumn.value(from: stored, type: type) {
+                values.append(value)
             } else {
+                // A to-one's target, or a value that is not of its attribute's type (an error naming the column).
                 values.append(try columns[index].value(from: stored, entity: entity))
             }
         }
@@ -324,6 +333,13 @@ extension EntityTable.PropertyColumn {
             guard let data = Data.fromDatabaseValue(stored), data.count == 16 else { throw unreadable() }
             return .object(ManagedObjectID(entityName: destination, uuid: UUID(data)))
         }
+        guard let value = Self.value(from: stored, type: type) else { throw unreadable() }
+        return value
+    }
+
+    /// A value of an attribute of `type` from what ``databaseValue(_:)`` wrote; `nil` when it is not one.
+    static func value(from stored: DatabaseValue, type: AttributeType) -> RecordValue? {
+        if stored.isNull { return .null }
         func number() -> Double? {
             if case .string("NaN") = stored.storage { return .nan }
             return Double.fromDatabaseValue(stored)
@@ -347,7 +363,6 @@ extension EntityTable.PropertyColumn {
             case .uri: String.fromDatabaseValue(stored).flatMap { URL(string: $0) }.map { .url($0) }
             case .binaryData: Data.fromDatabaseValue(stored).map { .data($0) }
             }
-        guard let value else { throw unreadable() }
         return value
     }
 }
