@@ -43,6 +43,16 @@ extension ServiceClient {
             .POST, Self.path(container, "items/\(version.itemID)/versions"), json: version, as: ItemResponse.self)
     }
 
+    /// Creates items and commits versions in one request, up to ``ItemBatchRequest/maximumOperations``, applied in
+    /// order: each result is what the single-item request would have answered, or why it was refused.
+    public func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerID) async throws
+        -> ItemBatchResponse
+    {
+        try await send(
+            .POST, Self.path(container, "batch"), json: ItemBatchRequest(operations: operations),
+            as: ItemBatchResponse.self)
+    }
+
     /// Renames or moves an item.
     public func moveItem(_ id: ItemID, to path: ItemPath, in container: ContainerID) async throws -> ItemResponse {
         try await send(

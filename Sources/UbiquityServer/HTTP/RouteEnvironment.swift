@@ -47,8 +47,8 @@ struct RouteEnvironment: Sendable {
     }
 
     /// Counts a change to a container and tells its subscribers where its feed now is.
-    func announce(_ response: ItemResponse, in container: ContainerKey) {
-        metrics.commits.increment()
+    func announce(_ response: ItemResponse, in container: ContainerKey, count: Int = 1) {
+        metrics.commits.increment(by: Int64(count))
         hub.publish(.changed(container: container.container, token: response.token), to: container)
     }
 

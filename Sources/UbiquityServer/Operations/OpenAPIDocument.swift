@@ -60,6 +60,10 @@ public enum OpenAPIDocument {
             method: "POST", path: items, summary: "Create an item, optionally with its first version",
             request: "CreateItemRequest", status: 201, response: "ItemResponse", errors: [400, 403, 409, 507]),
         Operation(
+            method: "POST", path: "/v1/containers/{container}/batch",
+            summary: "Create items and commit versions, up to 1,000 in order, each applied or refused on its own",
+            request: "ItemBatchRequest", response: "ItemBatchResponse", errors: [400, 403, 413]),
+        Operation(
             method: "GET", path: items + "/{item}", summary: "An item and its kept versions", response: "ItemDetail",
             errors: [404]),
         Operation(

@@ -78,6 +78,28 @@ enum OpenAPISchemas {
             "ItemRecord": object(
                 ["id": uuid, "path": path, "kind": kind, "currentVersion": uuid, "isDeleted": boolean],
                 required: ["id", "path", "kind", "isDeleted"]),
+            "ItemBatchRequest": object(
+                [
+                    "operations": [
+                        "type": "array", "minItems": 1, "maxItems": 1_000,
+                        "items": [
+                            "oneOf": [
+                                object(["create": ref("CreateItemRequest")], required: ["create"]),
+                                object(["commit": ref("VersionRecord")], required: ["commit"]),
+                            ]
+                        ],
+                    ]
+                ], required: ["operations"]),
+            "ItemBatchResponse": object(
+                [
+                    "results": array([
+                        "oneOf": [
+                            object(["applied": ref("ItemResponse")], required: ["applied"]),
+                            object(["refused": ref("Error")], required: ["refused"]),
+                        ]
+                    ]),
+                    "token": string,
+                ], required: ["results"]),
             "CreateItemRequest": object(
                 ["id": uuid, "path": path, "kind": kind, "version": ref("VersionRecord")],
                 required: ["id", "path", "kind"]),

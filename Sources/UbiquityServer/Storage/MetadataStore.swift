@@ -47,6 +47,12 @@ public protocol MetadataStore: Sendable {
     func createItem(_ request: CreateItemRequest, in container: ContainerKey) async throws -> ItemResponse
     /// Commits a new version of an item (see ``ItemVersions`` for the rules).
     func commit(_ version: VersionRecord, in container: ContainerKey) async throws -> ItemResponse
+    /// Applies creates and commits in order, each as ``createItem(_:in:)`` or ``commit(_:in:)`` would: a refused one
+    /// changes nothing and is answered with its error, the others still apply. A driver groups them into as few
+    /// transactions as it can.
+    /// - Throws: A failure of the store (not a refusal), after which any of them may or may not have applied.
+    func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerKey) async throws
+        -> [Result<ItemResponse, ProtocolError>]
     /// Renames or moves an item.
     func moveItem(_ id: ItemID, to path: ItemPath, in container: ContainerKey) async throws -> ItemResponse
     /// Deletes an item (it stays as a tombstone).

@@ -100,6 +100,13 @@ struct AuthorizationTests {
                     // The version names the account's chunks, which another account does not have.
                     Self.expectRefusal(answer, .chunksMissing, .conflict, label)
                     #expect(answer.error?.missingChunks == [seed.chunk.hash], "\(label): \(answer.text)")
+                case "POST /v1/containers/{container}/batch":
+                    // Each operation refused in Bob's own container: the create lacks Ada's chunks, the commit's
+                    // item is unknown to Bob.
+                    let batch = try answer.decode(ItemBatchResponse.self)
+                    #expect(
+                        batch.results.map(\.error?.code) == [.chunksMissing, .itemNotFound], "\(label): \(answer.text)")
+                    #expect(batch.token == nil, "\(label): \(answer.text)")
                 case "GET /v1/containers/{container}/items/{item}",
                     "PATCH /v1/containers/{container}/items/{item}",
                     "DELETE /v1/containers/{container}/items/{item}",
@@ -407,6 +414,21 @@ struct AuthorizationTests {
             body = try json(
                 CreateItemRequest(
                     id: seed.item, path: try ItemPath("Documents/Intruder.txt"), kind: .file, version: version))
+        case "POST /v1/containers/{container}/batch":
+            var created = seed.old
+            created.id = VersionID()
+            created.savingDevice = stranger
+            var committed = seed.old
+            committed.id = VersionID()
+            committed.basedOn = seed.current.id
+            committed.savingDevice = stranger
+            body = try json(
+                ItemBatchRequest(operations: [
+                    .create(
+                        CreateItemRequest(
+                            id: seed.item, path: try ItemPath("Documents/Intruder.txt"), kind: .file, version: created)),
+                    .commit(committed),
+                ]))
         case "PATCH /v1/containers/{container}/items/{item}":
             body = try json(MoveItemRequest(path: try ItemPath("Documents/Moved.txt")))
         case "DELETE /v1/containers/{container}/items/{item}":

@@ -15,6 +15,35 @@ extension RouteEnvironment {
             announce(response, in: container)
             return try json(response, status: .created)
         }
+        router.post("containers/{container}/batch") { request, context -> Response in
+            let container = try context.container()
+            let body = try await decode(ItemBatchRequest.self, from: request)
+            try body.validate()
+            // Every version is saved by the device asking, whatever the body says, as on the single-item routes.
+            let device = try context.requireIdentity().info.device
+            let operations = body.operations.map { operation -> ItemBatchOperation in
+                switch operation {
+                case .create(var create):
+                    create.version?.savingDevice = device
+                    return .create(create)
+                case .commit(var version):
+                    version.savingDevice = device
+                    return .commit(version)
+                }
+            }
+            let results = try await store.applyItemBatch(operations, in: container)
+            let applied = results.compactMap { try? $0.get() }
+            if let last = applied.last { announce(last, in: container, count: applied.count) }
+            return try json(
+                ItemBatchResponse(
+                    results: results.map { result in
+                        switch result {
+                        case .success(let response): .applied(response)
+                        case .failure(let error): .refused(error)
+                        }
+                    },
+                    token: applied.last?.token))
+        }
         router.get("containers/{container}/items/{item}") { _, context -> Response in
             let container = try context.container()
             let id = try context.parameters.identifier("item", as: ItemID.self)

@@ -23,29 +23,7 @@ extension SQLiteMetadataStore {
         let now = clock()
         let retention = retention
         return try await committer.write { db in
-            if let existing = try Self.load(request.id, in: container, db: db) {
-                guard existing.record.path == request.path, existing.record.kind == request.kind else {
-                    throw ProtocolError(
-                        .itemExists,
-                        "item \(request.id) exists already, at \(existing.record.path) as a "
-                            + "\(existing.record.kind.rawValue)")
-                }
-                guard let version = request.version else {
-                    return ItemResponse(item: existing.record, token: try Self.feedToken(container, in: db))
-                }
-                return try Self.commit(version, to: existing, in: container, db: db, retention: retention, now: now)
-            }
-            let record = ItemRecord(id: request.id, path: request.path, kind: request.kind)
-            var item = StoredItem(record: record, versions: ItemVersions(itemID: request.id))
-            var change = ItemChange(changes: [.itemCreated(itemID: request.id, path: request.path, kind: request.kind)])
-            if let version = request.version {
-                let committed = try Self.apply(
-                    version, to: &item, in: container, db: db, retention: retention, now: now)
-                change.changes += committed.changes
-                change.outcome = committed.outcome
-                change.version = committed.version
-            }
-            return try Self.save(item, before: nil, change: change, in: container, db: db)
+            try Self.createItem(request, in: container, db: db, retention: retention, now: now)
         }
     }
 
@@ -53,10 +31,77 @@ extension SQLiteMetadataStore {
         let now = clock()
         let retention = retention
         return try await committer.write { db in
-            let item = try Self.loadExisting(version.itemID, in: container, db: db)
-            try Self.check(version, fits: item.record.kind, of: item.record.id)
-            return try Self.commit(version, to: item, in: container, db: db, retention: retention, now: now)
+            try Self.commit(version, in: container, db: db, retention: retention, now: now)
         }
+    }
+
+    /// Applies the operations in order in one transaction (shared with other callers' through the group committer),
+    /// each in a savepoint of its own: a refused one is rolled back alone. A failure of the store fails the whole
+    /// batch.
+    public func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerKey) async throws
+        -> [Result<ItemResponse, ProtocolError>]
+    {
+        let now = clock()
+        let retention = retention
+        return try await committer.write { db in
+            try operations.map { operation -> Result<ItemResponse, ProtocolError> in
+                var response: ItemResponse?
+                do {
+                    try db.inSavepoint {
+                        switch operation {
+                        case .create(let request):
+                            if let version = request.version {
+                                try Self.check(version, fits: request.kind, of: request.id)
+                            }
+                            response = try Self.createItem(
+                                request, in: container, db: db, retention: retention, now: now)
+                        case .commit(let version):
+                            response = try Self.commit(version, in: container, db: db, retention: retention, now: now)
+                        }
+                        return .commit
+                    }
+                } catch let error as ProtocolError {
+                    return .failure(error)
+                }
+                return .success(response!)
+            }
+        }
+    }
+
+    private static func commit(
+        _ version: VersionRecord, in container: ContainerKey, db: Database, retention: VersionRetention, now: Date
+    ) throws -> ItemResponse {
+        let item = try loadExisting(version.itemID, in: container, db: db)
+        try check(version, fits: item.record.kind, of: item.record.id)
+        return try commit(version, to: item, in: container, db: db, retention: retention, now: now)
+    }
+
+    private static func createItem(
+        _ request: CreateItemRequest, in container: ContainerKey, db: Database, retention: VersionRetention, now: Date
+    ) throws -> ItemResponse {
+        if let existing = try Self.load(request.id, in: container, db: db) {
+            guard existing.record.path == request.path, existing.record.kind == request.kind else {
+                throw ProtocolError(
+                    .itemExists,
+                    "item \(request.id) exists already, at \(existing.record.path) as a "
+                        + "\(existing.record.kind.rawValue)")
+            }
+            guard let version = request.version else {
+                return ItemResponse(item: existing.record, token: try Self.feedToken(container, in: db))
+            }
+            return try Self.commit(version, to: existing, in: container, db: db, retention: retention, now: now)
+        }
+        let record = ItemRecord(id: request.id, path: request.path, kind: request.kind)
+        var item = StoredItem(record: record, versions: ItemVersions(itemID: request.id))
+        var change = ItemChange(changes: [.itemCreated(itemID: request.id, path: request.path, kind: request.kind)])
+        if let version = request.version {
+            let committed = try Self.apply(
+                version, to: &item, in: container, db: db, retention: retention, now: now)
+            change.changes += committed.changes
+            change.outcome = committed.outcome
+            change.version = committed.version
+        }
+        return try Self.save(item, before: nil, change: change, in: container, db: db)
     }
 
     public func moveItem(_ id: ItemID, to path: ItemPath, in container: ContainerKey) async throws -> ItemResponse {

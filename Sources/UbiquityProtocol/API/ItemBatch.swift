@@ -1,0 +1,118 @@
+/// `POST /v1/containers/{container}/batch`: many small items created or committed in one request.
+///
+/// A device that finds thousands of new files would otherwise send a request (and wait for a transaction) per item.
+/// The service applies the operations in order, in as few transactions as it can, each operation on its own: one that
+/// is refused (a path taken, chunks missing, a version of an unknown item) changes nothing and refuses only itself,
+/// and its result says why, as the single-item route's error would. Every result is answered only once the
+/// transaction holding it is durable.
+///
+/// ```json
+/// {"operations": [{"create": {"id": "…", "path": "Documents/a.txt", "kind": "file", "version": {…}}},
+///                 {"commit": {"id": "…", "itemID": "…", …}}]}
+/// ```
+public struct ItemBatchRequest: Hashable, Sendable, Codable {
+    /// The most operations one request may hold.
+    public static let maximumOperations = 1_000
+
+    /// The operations, applied in this order.
+    public var operations: [ItemBatchOperation]
+
+    /// Creates a request.
+    public init(operations: [ItemBatchOperation]) { self.operations = operations }
+
+    /// Checks the request's size: at least one operation, at most ``maximumOperations``.
+    /// - Throws: ``ProtocolError/Code/malformedRequest``.
+    public func validate() throws(ProtocolError) {
+        guard !operations.isEmpty else { throw ProtocolError(.malformedRequest, "a batch holds no operations") }
+        guard operations.count <= Self.maximumOperations else {
+            throw ProtocolError(
+                .malformedRequest,
+                "a batch holds \(operations.count) operations, more than \(Self.maximumOperations)")
+        }
+    }
+}
+
+/// One operation of an ``ItemBatchRequest``.
+public enum ItemBatchOperation: Hashable, Sendable, Codable {
+    /// Creates an item, with its first version when it has one (`POST …/items`).
+    case create(CreateItemRequest)
+    /// Commits a new version of an item (`POST …/items/{item}/versions`).
+    case commit(VersionRecord)
+
+    private enum CodingKeys: String, CodingKey {
+        case create, commit
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        switch (container.contains(.create), container.contains(.commit)) {
+        case (true, false): self = .create(try container.decode(CreateItemRequest.self, forKey: .create))
+        case (false, true): self = .commit(try container.decode(VersionRecord.self, forKey: .commit))
+        default:
+            throw ProtocolError(.malformedRequest, "a batch operation is either {\"create\": …} or {\"commit\": …}")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .create(let request): try container.encode(request, forKey: .create)
+        case .commit(let version): try container.encode(version, forKey: .commit)
+        }
+    }
+}
+
+/// The answer to an ``ItemBatchRequest``: a result for each operation, in the same order.
+public struct ItemBatchResponse: Hashable, Sendable, Codable {
+    /// Each operation's result.
+    public var results: [ItemBatchResult]
+    /// The container's feed position after the batch; `nil` when every operation was refused.
+    public var token: ChangeToken?
+
+    /// Creates a response.
+    public init(results: [ItemBatchResult], token: ChangeToken?) {
+        self.results = results
+        self.token = token
+    }
+}
+
+/// What one operation of a batch did: what the single-item route would have answered, or why it was refused.
+public enum ItemBatchResult: Hashable, Sendable, Codable {
+    /// Applied: the item as it now is.
+    case applied(ItemResponse)
+    /// Refused, changing nothing.
+    case refused(ProtocolError)
+
+    private enum CodingKeys: String, CodingKey {
+        case applied, refused
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        if let response = try container.decodeIfPresent(ItemResponse.self, forKey: .applied) {
+            self = .applied(response)
+        } else {
+            self = .refused(try container.decode(ProtocolError.self, forKey: .refused))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        switch self {
+        case .applied(let response): try container.encode(response, forKey: .applied)
+        case .refused(let error): try container.encode(error, forKey: .refused)
+        }
+    }
+
+    /// The item's response when the operation was applied.
+    public var response: ItemResponse? {
+        if case .applied(let response) = self { return response }
+        return nil
+    }
+
+    /// Why the operation was refused, when it was.
+    public var error: ProtocolError? {
+        if case .refused(let error) = self { return error }
+        return nil
+    }
+}
