@@ -24,8 +24,7 @@ extension ContainerSync {
             }
             let record: RemoteView
             do {
-                let answer = try await service.createItem(
-                    CreateItemRequest(id: id, path: path, kind: kind), in: container)
+                let answer = try await itemRequests.createItem(CreateItemRequest(id: id, path: path, kind: kind))
                 record = Self.view(of: answer.item, content: nil)
             } catch let error as ProtocolError where error.code == .itemExists {
                 // Created by a request whose answer was lost, and moved here since: the record is the service's,
@@ -171,7 +170,7 @@ extension ContainerSync {
         let knownCurrent = item.observation.remote?.version
         try await uploadChunks(of: content, for: item.item)
         let version = makeVersion(of: item.id, content, identity, basedOn: basedOn)
-        let answer = try await service.commit(version, in: container)
+        let answer = try await itemRequests.commit(version)
         let committed = answer.version ?? version
         let view: RemoteView
         if answer.item.currentVersion == committed.id || answer.outcome != .conflict {

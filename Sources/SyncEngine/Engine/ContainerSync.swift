@@ -56,6 +56,8 @@ public actor ContainerSync {
     public nonisolated let client: ServiceClient
     /// What the engine asks of the service: `client`, unless another was handed in (the simulation's).
     public nonisolated let service: any SyncService
+    /// The item creations and commits of concurrent operations, sent to `service` together.
+    nonisolated let itemRequests: ItemRequestBatcher
     /// This device, as versions name it.
     public nonisolated let device: SavingDevice
     /// How content is treated.
@@ -97,6 +99,7 @@ public actor ContainerSync {
         self.layout = layout
         self.client = client
         self.service = service ?? client
+        self.itemRequests = ItemRequestBatcher(service: service ?? client, container: layout.container)
         self.device = device
         self.configuration = configuration
         self.state = try state ?? LocalStateStore(url: layout.stateDatabase)

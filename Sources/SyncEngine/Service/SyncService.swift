@@ -37,6 +37,29 @@ public protocol SyncService: Sendable {
     func keyValues(in container: ContainerID, since: ChangeToken?) async throws -> KeyValueChanges
     /// Applies a batch of key-value writes.
     func apply(_ batch: KeyValueBatch, in container: ContainerID) async throws -> KeyValueBatchResponse
+    /// Creates items and commits versions in order, each answered on its own (``ItemBatchRequest``).
+    func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerID) async throws
+        -> ItemBatchResponse
+}
+
+extension SyncService {
+    /// One request per operation, in order: what a service without a batch route does, with the same answers.
+    public func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerID) async throws
+        -> ItemBatchResponse
+    {
+        var results: [ItemBatchResult] = []
+        for operation in operations {
+            do {
+                switch operation {
+                case .create(let request): results.append(.applied(try await createItem(request, in: container)))
+                case .commit(let version): results.append(.applied(try await commit(version, in: container)))
+                }
+            } catch let error as ProtocolError where error.code != .internalError {
+                results.append(.refused(error))
+            }
+        }
+        return ItemBatchResponse(results: results, token: results.compactMap(\.response).last?.token)
+    }
 }
 
 extension ServiceClient: SyncService {}
