@@ -108,11 +108,12 @@ struct ServiceKillTests {
     }
 
     private func signIn(_ service: ServiceProcess, device: String) async throws -> ServiceClient {
-        // A client that fails at once when the service is down, as `ubiquity sync` would see it.
-        let anonymous = ServiceClient(baseURL: service.baseURL, httpClient: ServiceClient.failFastHTTPClient)
-        let login = try await anonymous.login(
+        // Signed in through the shared client, which keeps trying to connect until the request's deadline: on a
+        // loaded machine the fail-fast client's 5 s to connect to a service just started was seen to run out.
+        let login = try await ServiceClient(baseURL: service.baseURL).login(
             LoginRequest(name: "ada", password: "correct horse", deviceName: device))
-        return anonymous.signedIn(with: login.token)
+        // Then a client that fails at once when the service is down, as `ubiquity sync` would see it.
+        return ServiceClient(baseURL: service.baseURL, token: login.token, httpClient: ServiceClient.failFastHTTPClient)
     }
 
     private func device(_ name: String, client: ServiceClient, home: URL, logger: Logger) throws -> ContainerSync {

@@ -163,7 +163,8 @@ struct MetadataQueryUpdateTests {
 
             await desktop.ubiquity.signOut()
             #expect(await eventually { query.resultCount == 0 })
-            #expect(recorder.updated("-", "Item_1.txt") && recorder.updated("-", "Item_2.txt"))
+            // The update is told on the query's queue after the results change: waited for, not read at once.
+            #expect(await eventually { recorder.updated("-", "Item_1.txt") && recorder.updated("-", "Item_2.txt") })
             await desktop.ubiquity.signIn(desktop.profile)
             #expect(await eventually(.seconds(40)) { query.resultCount == 2 })
             #expect(query.isStarted)
