@@ -81,6 +81,7 @@ struct Benchmark: Sendable {
         Benchmark(name: SyncDeltaBenchmark.name) { try await SyncDeltaBenchmark.run(in: $0) },
         Benchmark(name: SyncInitialBenchmark.name) { try await SyncInitialBenchmark.run(in: $0) },
         Benchmark(name: SyncMemoryBenchmark.name) { try await SyncMemoryBenchmark.run(in: $0) },
+        Benchmark(name: SyncManyBenchmark.name) { try await SyncManyBenchmark.run(in: $0) },
         Benchmark(name: QueryBenchmark.name) { try await QueryBenchmark.run(in: $0) },
         Benchmark(name: KeyValueBenchmark.name) { try await KeyValueBenchmark.run(in: $0) },
         Benchmark(name: PlannerBenchmark.name) { _ in PlannerBenchmark.run() },
