@@ -44,6 +44,18 @@ struct SyncBench {
         try await bench.stop()
     }
 
+    /// Starts the engines of `devices`, runs `body`, and stops them whatever happens.
+    static func withEngines(_ devices: [BenchDevice], _ body: () async throws -> Void) async throws {
+        let engines = devices.map { $0.start() }
+        do {
+            try await body()
+        } catch {
+            for engine in engines { await engine.stop() }
+            throw error
+        }
+        for engine in engines { await engine.stop() }
+    }
+
     /// Signs a device named `name` in; its token and identity.
     func signIn(_ name: String) async throws -> (client: ServiceClient, device: SavingDevice) {
         let anonymous = ServiceClient(baseURL: server.base)
@@ -106,13 +118,7 @@ struct BenchDevice: Sendable {
     @discardableResult func land(_ bytes: Data, as name: String) throws -> ContinuousClock.Instant {
         try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true)
         let staged = staging.appendingPathComponent(UUID().uuidString)
-        guard FileManager.default.createFile(atPath: staged.path, contents: nil) else {
-            throw BenchError("cannot create \(staged.path)")
-        }
-        let handle = try FileHandle(forWritingTo: staged)
-        try handle.write(contentsOf: bytes)
-        try handle.synchronize()
-        try handle.close()
+        try writeFlushed(bytes, to: staged)
         return try rename(staged, to: name)
     }
 
@@ -131,6 +137,17 @@ struct BenchDevice: Sendable {
         guard Glibc.rename(staged.path, target.path) == 0 else { throw BenchError("rename to \(target.path) failed") }
         return .now
     }
+}
+
+/// Writes `bytes` to a new file at `url` and flushes it.
+func writeFlushed(_ bytes: Data, to url: URL) throws {
+    guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+        throw BenchError("cannot create \(url.path)")
+    }
+    let handle = try FileHandle(forWritingTo: url)
+    try handle.write(contentsOf: bytes)
+    try handle.synchronize()
+    try handle.close()
 }
 
 /// Writes `count` bytes of noise to a new file at `url` in 4 MiB pieces and flushes it.

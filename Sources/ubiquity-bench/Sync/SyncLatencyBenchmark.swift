@@ -23,15 +23,10 @@ enum SyncLatencyBenchmark {
         try await SyncBench.run(in: scratch) { bench in
             let deviceA = try await bench.device("A")
             let deviceB = try await bench.device("B")
-            let engines = [deviceA.start(), deviceB.start()]
-            do {
+            try await SyncBench.withEngines([deviceA, deviceB]) {
                 try await smallFiles(bench, from: deviceA, to: deviceB)
                 try await placeholders(bench, from: deviceA, to: deviceB)
-            } catch {
-                for engine in engines { await engine.stop() }
-                throw error
             }
-            for engine in engines { await engine.stop() }
         }
     }
 

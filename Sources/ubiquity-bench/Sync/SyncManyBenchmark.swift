@@ -21,14 +21,9 @@ enum SyncManyBenchmark {
         try await SyncBench.run(in: scratch) { bench in
             let deviceA = try await bench.device("A")
             let deviceB = try await bench.device("B")
-            let engines = [deviceA.start(), deviceB.start()]
-            do {
+            try await SyncBench.withEngines([deviceA, deviceB]) {
                 try await many(bench, from: deviceA, to: deviceB)
-            } catch {
-                for engine in engines { await engine.stop() }
-                throw error
             }
-            for engine in engines { await engine.stop() }
         }
     }
 
@@ -81,16 +76,5 @@ enum SyncManyBenchmark {
         return folders.reduce(0) { sum, name in
             sum + ((try? manager.contentsOfDirectory(atPath: folder.appendingPathComponent(name).path))?.count ?? 0)
         }
-    }
-
-    /// Writes `bytes` to a new file at `url` and flushes it.
-    static func writeFlushed(_ bytes: Data, to url: URL) throws {
-        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
-            throw BenchError("cannot create \(url.path)")
-        }
-        let handle = try FileHandle(forWritingTo: url)
-        try handle.write(contentsOf: bytes)
-        try handle.synchronize()
-        try handle.close()
     }
 }
