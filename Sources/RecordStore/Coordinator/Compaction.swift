@@ -91,6 +91,8 @@ enum Compaction {
         others[store.database.replica] = nil
         let progress = progress(others)
         if memory.progress != progress {
+            // Forgotten until written: a pass after a save tries again rather than skipping as nothing to do.
+            memory.progress = nil
             if (try? Data(contentsOf: progressFile)) != Data(progress) { try write(progress, to: progressFile) }
             memory.progress = progress
         }

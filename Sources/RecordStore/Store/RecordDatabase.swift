@@ -38,6 +38,9 @@ final class RecordDatabase: Sendable {
         /// for its flush — and the sequence of the newest.
         var unflushed: [(url: URL, descriptor: Int32?)] = []
         var newestUnflushed: UInt64 = 0
+        /// Set when a flush failed: the logs not known durable are written again from the outbox, even those whose
+        /// file reads whole (a failed write-back leaves the page cache clean, so the file reads right and is not).
+        var rewritesAll = false
     }
 
     /// A log a save just kept in the outbox: its sequence and bytes, handed to ``exportOutbox(to:justSaved:)`` so that
@@ -113,6 +116,11 @@ final class RecordDatabase: Sendable {
     /// Runs `body` in one write transaction; any error rolls all of it back.
     /// Closes the database: later reads and writes fail.
     func close() throws(RecordStoreError) {
+        // The descriptors kept for the next flush go too; logs not flushed stay in the outbox for the next open.
+        exporting.withLock { export in
+            for case (_, let descriptor?) in export.unflushed { Foundation.close(descriptor) }
+            export.unflushed = []
+        }
         do {
             if let pool = writer as? DatabasePool { try pool.close() }
             if let queue = writer as? DatabaseQueue { try queue.close() }
@@ -261,7 +269,7 @@ final class RecordDatabase: Sendable {
                 let destination = folder.appendingPathComponent(Self.logFileName(sequence))
                 // Already there whole (the outbox keeps logs until they are flushed): flushed with the others, not
                 // written again, which would look like a change to the engine and to every other device.
-                if FileManager.default.contents(atPath: destination.path) != bytes {
+                if export.rewritesAll || FileManager.default.contents(atPath: destination.path) != bytes {
                     // Renamed into place whole, so no one sees part of a log; flushed below with others.
                     try SafeFileWriter.replaceItem(
                         at: destination, synchronizesContents: false, synchronizesDirectory: false
@@ -277,6 +285,7 @@ final class RecordDatabase: Sendable {
                 .storeFailed, "the store's logs cannot be written to \(folder.path)", underlying: error)
         }
         exported.store(pending.last!.0, ordering: .releasing)
+        export.rewritesAll = false
         if export.unflushed.count >= Self.logsFlushedTogether { try flush(&export) }
         return pending.count
     }
@@ -285,11 +294,27 @@ final class RecordDatabase: Sendable {
     /// next save.
     private func flush(_ export: inout Export) throws(RecordStoreError) {
         do {
+            try flushUnflushed(&export)
+        } catch {
+            // A flush that failed is never tried again on the same files: Linux reports a lost write-back once and
+            // marks the pages clean, so a second try would succeed without the bytes being on the disk. The logs since
+            // the last durable one are written again from the outbox, which keeps them meanwhile.
+            for case (_, let descriptor?) in export.unflushed { Foundation.close(descriptor) }
+            export.unflushed = []
+            export.rewritesAll = true
+            exported.store(durable.load(ordering: .acquiring), ordering: .releasing)
+            throw error
+        }
+    }
+
+    private func flushUnflushed(_ export: inout Export) throws(RecordStoreError) {
+        do {
             for (index, log) in export.unflushed.enumerated() {
                 if let descriptor = log.descriptor {
                     guard fsync(descriptor) == 0 else {
+                        let code = errno
                         throw RecordStoreError(
-                            .storeFailed, "\(log.url.path) cannot be made durable: \(String(cString: strerror(errno)))")
+                            .storeFailed, "\(log.url.path) cannot be made durable: \(String(cString: strerror(code)))")
                     }
                     Foundation.close(descriptor)
                     export.unflushed[index].descriptor = nil

@@ -5,15 +5,63 @@ import UbiquityProtocol
 /// (``SyncService/applyItemBatch(_:in:)``), as the service's group committer writes concurrent commits in one
 /// transaction.
 ///
-/// The first caller with nothing on its way sends: its own operation at once, then, batch after batch, whatever other
-/// callers queued meanwhile (up to ``ItemBatchRequest/maximumOperations`` a batch), until the queue is empty. A lone
-/// request waits for nothing. Each caller gets its own operation's answer, or its own refusal thrown as the single
-/// request would have thrown it; a failure of the request itself (the service unreachable) is thrown to every caller
-/// of that batch. No task of its own: the batches go from a caller's task, on the engine's executor.
+/// The first caller with nothing on its way sends its own operation at once, with whatever else is queued (up to
+/// ``ItemBatchRequest/maximumOperations`` a batch and about ``batchBytes``); when that batch is answered, the oldest
+/// waiting caller sends the next. A lone request waits for nothing. Each caller gets its own operation's answer, or
+/// its own refusal thrown as the single request would have thrown it; a failure of the request itself (the service
+/// unreachable) is thrown to every caller of that batch. No task of its own: the batches go from a caller's task, on
+/// the engine's executor.
 final class ItemRequestBatcher: Sendable {
+    /// One caller's place in the queue: its operation, and how it hears of its answer or that it sends next.
     private struct Waiting: Sendable {
         let operation: ItemBatchOperation
-        let deliver: @Sendable (Result<ItemResponse, any Error>) -> Void
+        let slot: Slot
+    }
+
+    /// What a waiting caller is told.
+    private enum Signal: Sendable {
+        /// Its operation's answer.
+        case answer(Result<ItemResponse, any Error>)
+        /// It sends the next batch.
+        case send
+    }
+
+    /// Where a caller's signal waits for it, whether it comes before or after the caller starts waiting; each signal
+    /// is taken once.
+    private final class Slot: Sendable {
+        private enum Mode {
+            case empty
+            case waiting(CheckedContinuation<Signal, Never>)
+            case told(Signal)
+        }
+
+        private let mode = Mutex(Mode.empty)
+
+        func tell(_ signal: Signal) {
+            let waiting: CheckedContinuation<Signal, Never>? = mode.withLock { mode in
+                if case .waiting(let continuation) = mode {
+                    mode = .empty
+                    return continuation
+                }
+                mode = .told(signal)
+                return nil
+            }
+            waiting?.resume(returning: signal)
+        }
+
+        func wait() async -> Signal {
+            await withCheckedContinuation { continuation in
+                let told: Signal? = mode.withLock { mode in
+                    if case .told(let signal) = mode {
+                        mode = .empty
+                        return signal
+                    }
+                    mode = .waiting(continuation)
+                    return nil
+                }
+                if let told { continuation.resume(returning: told) }
+            }
+        }
     }
 
     private struct State {
@@ -49,65 +97,100 @@ final class ItemRequestBatcher: Sendable {
     }
 
     private func submit(_ operation: ItemBatchOperation) async throws -> ItemResponse {
+        let slot = Slot()
+        // Queued, and the sender when no one is sending: checked and queued under one lock, so no operation is ever
+        // queued with no one to send it.
+        let sends = state.withLock { state in
+            state.queue.append(Waiting(operation: operation, slot: slot))
+            defer { state.isSending = true }
+            return !state.isSending
+        }
+        var signal = sends ? Signal.send : await slot.wait()
         while true {
-            // With nothing on its way, this caller sends.
-            let own = Mutex<Result<ItemResponse, any Error>?>(nil)
-            let sends = state.withLock { state in
-                guard !state.isSending else { return false }
-                state.isSending = true
-                state.queue.append(Waiting(operation: operation, deliver: { result in own.withLock { $0 = result } }))
-                return true
-            }
-            if sends {
-                await sendBatches()
-                guard let result = own.withLock({ $0 }) else {
-                    throw ProtocolError(.internalError, "a batch ended without answering its sender's operation")
-                }
+            switch signal {
+            case .answer(let result):
                 return try result.get()
-            }
-            // Else it waits in the queue of the batch on its way, unless that one has finished meanwhile and left no
-            // one sending: then it tries again to send itself (checked and queued under one lock, so no operation
-            // is ever queued with no one to send it).
-            let answer = await withCheckedContinuation {
-                (continuation: CheckedContinuation<Result<ItemResponse, any Error>?, Never>) in
-                let queued = state.withLock { state in
-                    guard state.isSending else { return false }
-                    state.queue.append(
-                        Waiting(operation: operation, deliver: { result in continuation.resume(returning: result) }))
-                    return true
+            case .send:
+                // One batch, then the role passes to the oldest waiter: a sender does not keep sending for others
+                // (holding its item's lane) while new operations keep coming.
+                await sendBatch()
+                let next: Slot? = state.withLock { state in
+                    guard let first = state.queue.first else {
+                        state.isSending = false
+                        return nil
+                    }
+                    return first.slot
                 }
-                if !queued { continuation.resume(returning: nil) }
+                next?.tell(.send)
+                signal = await slot.wait()
             }
-            if let answer { return try answer.get() }
         }
     }
 
-    /// Sends what is queued, batch after batch, until nothing is.
-    private func sendBatches() async {
-        while true {
-            let batch: [Waiting] = state.withLock { state in
-                let batch = Array(state.queue.prefix(ItemBatchRequest.maximumOperations))
-                state.queue.removeFirst(batch.count)
-                if batch.isEmpty { state.isSending = false }
-                return batch
+    /// About the most bytes of operations one batch carries: well under the service's default limit for a body
+    /// (8 MiB), which a few commits of large files could pass together though each fits alone.
+    static let batchBytes = 2 << 20
+
+    /// Roughly the bytes `operation` takes in a request: its manifest's chunks and the rest.
+    static func estimatedSize(of operation: ItemBatchOperation) -> Int {
+        let version: VersionRecord? =
+            switch operation {
+            case .create(let request): request.version
+            case .commit(let version): version
             }
-            if batch.isEmpty { return }
-            do {
-                let response = try await send(batch.map(\.operation))
-                guard response.results.count == batch.count else {
-                    throw ProtocolError(
-                        .internalError,
-                        "the service answered \(response.results.count) results for a batch of \(batch.count)")
+        return 1024 + (version?.manifest.chunks.count ?? 0) * 128
+    }
+
+    /// Sends `operations` as one batch; a batch the service finds too large (its limit may be lower than this
+    /// side's estimate) is sent again one operation a request, each answered as before.
+    private func sendFittingBatch(_ operations: [ItemBatchOperation]) async throws -> ItemBatchResponse {
+        do {
+            return try await send(operations)
+        } catch let error as ProtocolError where error.code == .bodyTooLarge && operations.count > 1 {
+            var results: [ItemBatchResult] = []
+            for operation in operations {
+                do {
+                    results.append(contentsOf: try await send([operation]).results)
+                } catch let error as ProtocolError where error.code != .internalError {
+                    results.append(.refused(error))
                 }
-                for (waiting, result) in zip(batch, response.results) {
-                    switch result {
-                    case .applied(let answer): waiting.deliver(.success(answer))
-                    case .refused(let error): waiting.deliver(.failure(error))
-                    }
-                }
-            } catch {
-                for waiting in batch { waiting.deliver(.failure(error)) }
             }
+            return ItemBatchResponse(results: results, token: results.compactMap(\.response).last?.token)
+        }
+    }
+
+    /// Sends the operations at the head of the queue as one batch and tells each caller its answer.
+    private func sendBatch() async {
+        let batch: [Waiting] = state.withLock { state in
+            // At most 1,000 operations, and about as many bytes as a request may hold: a commit of a large file
+            // carries its whole manifest.
+            var count = 0
+            var bytes = 0
+            for waiting in state.queue.prefix(ItemBatchRequest.maximumOperations) {
+                bytes += Self.estimatedSize(of: waiting.operation)
+                guard count == 0 || bytes <= Self.batchBytes else { break }
+                count += 1
+            }
+            let batch = Array(state.queue.prefix(count))
+            state.queue.removeFirst(batch.count)
+            return batch
+        }
+        guard !batch.isEmpty else { return }
+        do {
+            let response = try await sendFittingBatch(batch.map(\.operation))
+            guard response.results.count == batch.count else {
+                throw ProtocolError(
+                    .internalError,
+                    "the service answered \(response.results.count) results for a batch of \(batch.count)")
+            }
+            for (waiting, result) in zip(batch, response.results) {
+                switch result {
+                case .applied(let answer): waiting.slot.tell(.answer(.success(answer)))
+                case .refused(let error): waiting.slot.tell(.answer(.failure(error)))
+                }
+            }
+        } catch {
+            for waiting in batch { waiting.slot.tell(.answer(.failure(error))) }
         }
     }
 }

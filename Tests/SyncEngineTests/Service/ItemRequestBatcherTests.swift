@@ -8,26 +8,35 @@ import UbiquityTestSupport
 
 @Suite("Item requests asked for together go to the service as one batch")
 struct ItemRequestBatcherTests {
-    /// A service that records each batch it is sent and holds the first until told to answer; it refuses creations
-    /// of paths under `Refused/` as a taken path, and fails a batch holding a path under `Down/` as a lost connection.
+    /// A service that records each batch it is sent and holds the first `held` until told to answer, one at a time;
+    /// it refuses creations of paths under `Refused/` as a taken path, fails a batch holding a path under `Down/` as a
+    /// lost connection, and refuses a batch of more than one holding a path under `Large/` as too large a body.
     final class FakeService: Sendable {
         let batches = Mutex<[[ItemBatchOperation]]>([])
         private let gate: AsyncStream<Void>
         private let opening: AsyncStream<Void>.Continuation
-        private let held = Mutex(true)
+        private let held: Int
 
-        init() { (gate, opening) = AsyncStream.makeStream(of: Void.self) }
+        init(holding held: Int = 1) {
+            (gate, opening) = AsyncStream.makeStream(of: Void.self)
+            self.held = held
+        }
 
         func open() { opening.yield() }
 
         func send(_ operations: [ItemBatchOperation]) async throws -> ItemBatchResponse {
-            let first = batches.withLock { batches in
+            let number = batches.withLock { batches in
                 batches.append(operations)
-                return batches.count == 1
+                return batches.count
             }
-            if first, held.withLock({ $0 }) {
+            if number <= held {
                 for await _ in gate { break }
             }
+            let large = operations.contains { operation in
+                if case .create(let request) = operation { return request.path.string.hasPrefix("Large/") }
+                return false
+            }
+            if large, operations.count > 1 { throw ProtocolError(.bodyTooLarge, "the body is too large") }
             var results: [ItemBatchResult] = []
             for operation in operations {
                 guard case .create(let request) = operation else {
@@ -86,6 +95,43 @@ struct ItemRequestBatcherTests {
         let later = try Self.create("Documents/Later")
         #expect(try await batcher.createItem(later).item.id == later.id)
         #expect(service.batches.withLock { $0.count } == 3)
+    }
+
+    @Test("The sender returns once its own batch is answered; the next batch goes from the oldest waiting caller")
+    func senderDoesNotSendForOthers() async throws {
+        let service = FakeService(holding: 2)
+        let batcher = ItemRequestBatcher(send: { try await service.send($0) })
+        let first = Task { try await batcher.createItem(try Self.create("Documents/First")) }
+        #expect(await eventually { service.batches.withLock { $0.count } == 1 })
+        let requests = try (0..<3).map { try Self.create("Documents/Next \($0)") }
+        let others = requests.map { request in Task { try await batcher.createItem(request) } }
+        #expect(await eventually { batcher.queuedCount == 3 })
+
+        service.open()
+        _ = try await first.value
+        // The first caller is back while the second batch is still on its way, sent by one of the others.
+        #expect(await eventually { service.batches.withLock { $0.count } == 2 })
+        #expect(service.batches.withLock { $0.last?.count } == 3)
+        service.open()
+        for (request, task) in zip(requests, others) { #expect(try await task.value.item.id == request.id) }
+    }
+
+    @Test("A batch the service finds too large is sent again one operation a request, each answered as before")
+    func tooLargeBatchIsSentOneByOne() async throws {
+        let service = FakeService()
+        let batcher = ItemRequestBatcher(send: { try await service.send($0) })
+        let first = Task { try await batcher.createItem(try Self.create("Documents/First")) }
+        #expect(await eventually { service.batches.withLock { $0.count } == 1 })
+        let requests = try [Self.create("Large/One"), Self.create("Large/Two"), Self.create("Refused/Three")]
+        let others = requests.map { request in Task { try await batcher.createItem(request) } }
+        #expect(await eventually { batcher.queuedCount == 3 })
+        service.open()
+        _ = try await first.value
+        #expect(try await others[0].value.item.id == requests[0].id)
+        #expect(try await others[1].value.item.id == requests[1].id)
+        #expect((await others[2].result.thrownError as? ProtocolError)?.code == .pathCollision)
+        // The refused batch of three, then each of its operations alone.
+        #expect(service.batches.withLock { $0.map(\.count) } == [1, 3, 1, 1, 1])
     }
 
     @Test(
