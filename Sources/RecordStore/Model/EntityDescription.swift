@@ -27,6 +27,8 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     public let attributesByName: [String: AttributeDescription]
     /// The attributes in the order of their names, the order a change holds its values in.
     let attributesInNameOrder: [AttributeDescription]
+    /// Each attribute's place in ``attributes``, by name (the first of a name given twice).
+    private let attributePlaces: [String: Int]
     /// For each of ``attributesInNameOrder``, its place in ``attributes``.
     let attributePlacesInNameOrder: [Int]
     /// Each attribute's default value, in the order of ``attributes``.
@@ -55,6 +57,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
         self.uniquenessKey = uniquenessKey
         self.attributesByName = Dictionary(attributes.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         let places = Dictionary(attributes.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.attributePlaces = places
         self.attributePlacesInNameOrder = places.values.sorted { attributes[$0].name < attributes[$1].name }
         self.attributesInNameOrder = attributePlacesInNameOrder.map { attributes[$0] }
         self.defaultValues = attributes.map(\.defaultValue)
@@ -73,7 +76,7 @@ public final class EntityDescription: Sendable, CustomStringConvertible {
     /// its description in place, without copying it out.
     func attributeIndex(named name: String) -> Int? {
         guard attributes.count <= Self.namesComparedInTurn else {
-            return attributesByName[name] == nil ? nil : attributes.firstIndex { $0.name == name }
+            return attributePlaces[name]
         }
         return attributes.firstIndex { $0.name == name }
     }
