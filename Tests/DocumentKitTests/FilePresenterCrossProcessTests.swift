@@ -29,6 +29,39 @@ struct FilePresenterCrossProcessTests {
         #expect(presenter.log == ["didChange", "didMove:\(moved.path)", "didChange", "accommodateDeletion"])
     }
 
+    @Test("a coordination that reads presenters while a move's notice waits does not send the record back")
+    func moveNoticeWaitingOnTheQueue() throws {
+        let sandbox = try CoordinationSandbox()
+        let file = try sandbox.file("doc.txt")
+        let moved = sandbox.url("renamed.txt")
+        let presenter = RecordingPresenter(file)
+        let marker = RecordingPresenter(file)
+        FileCoordinator.addFilePresenter(presenter)
+        FileCoordinator.addFilePresenter(marker)
+        defer {
+            FileCoordinator.removeFilePresenter(presenter)
+            FileCoordinator.removeFilePresenter(marker)
+        }
+        // `presenter` is told nothing until its queue runs again, so its URL still names the old place.
+        presenter.presentedItemOperationQueue.isSuspended = true
+        #expect(rename(file.path, moved.path) == 0)
+        // Both records were reconciled in the same batch: once `marker` hears of the move, `presenter`'s is queued.
+        #expect(eventually { marker.log.contains("didMove:\(moved.path)") })
+        #expect(presenter.presentedItemURL?.path == file.path)
+
+        // Any coordination in the process reads every presenter's URL; the stale one must not move the record back.
+        let other = try sandbox.file("other.txt")
+        try sandbox.coordinator().coordinate(readingItemAt: other, options: []) { _ in }
+
+        // Another process's safe save at the new place is a change of the presenter's item.
+        #expect(try HelperProcess.run(["coord-safe-save", sandbox.lockDirectory, moved.path, "again"]) == 0)
+        #expect(eventually { marker.count("didChange") == 1 })
+        presenter.presentedItemOperationQueue.isSuspended = false
+        #expect(eventually { presenter.count("didChange") == 1 })
+        #expect(presenter.log == ["didMove:\(moved.path)", "didChange"])
+        #expect(presenter.presentedItemURL?.path == moved.path)
+    }
+
     @Test("a process does not hear its own coordinated writes again through the file watcher")
     func ownWritesAreNotHeardTwice() throws {
         let sandbox = try CoordinationSandbox()

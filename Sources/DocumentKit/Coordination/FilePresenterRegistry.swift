@@ -24,6 +24,10 @@ final class FilePresenterRegistry: @unchecked Sendable {
         weak var presenter: (any FilePresenter)?
         var order: Int
         var path: String?
+        /// The path the presenter's own URL gave when last read. The record follows the item when the registry sees
+        /// it move, before the presenter is told and updates its URL; a URL still naming the old place is not news,
+        /// only one that differs from what the presenter last said (the presenter moved itself).
+        var reportedPath: String?
         var identity: FileIdentity?
         var pathFD: Int32 = -1
         /// Subitem path → identity last announced (`.some(nil)`: announced as gone).
@@ -60,6 +64,7 @@ final class FilePresenterRegistry: @unchecked Sendable {
                 entries[id] = Entry(presenter: presenter, order: nextOrder)
                 nextOrder += 1
             }
+            entries[id]?.reportedPath = path
             setPath(path, of: id)
             syncWatches()
         }
@@ -98,7 +103,9 @@ final class FilePresenterRegistry: @unchecked Sendable {
         }
         lock.withLock {
             var moved = false
-            for (id, path) in changed where entries[id] != nil && entries[id]?.path != path {
+            for (id, path) in changed where entries[id] != nil && entries[id]?.reportedPath != path {
+                entries[id]?.reportedPath = path
+                guard entries[id]?.path != path else { continue }
                 setPath(path, of: id)
                 moved = true
             }
@@ -149,6 +156,7 @@ final class FilePresenterRegistry: @unchecked Sendable {
         let path = Self.canonicalPath(of: presenter)
         lock.withLock {
             guard entries[id] != nil else { return }
+            entries[id]?.reportedPath = path
             setPath(path, of: id)
             syncWatches()
         }
