@@ -53,6 +53,25 @@ struct IdentifierTests {
         #expect(ids.sorted().map(\.string) == ids.map(\.string).sorted())
     }
 
+    @Test("UUID ids read and write as Foundation's UUID does, and refuse any text but the 36-character form")
+    func uuidText() throws {
+        for _ in 0..<200 {
+            let uuid = UUID()
+            let id = ItemID(uuid: uuid)
+            #expect(id.string == uuid.uuidString.lowercased())
+            #expect(try ItemID(uuid.uuidString).uuid == uuid)
+            #expect(try ItemID(id.string).uuid == uuid)
+        }
+        let good = "6f1c2b9a-0d4e-4c8b-9a1f-abcdef012345"
+        for bad in [
+            "", String(good.dropLast()), good + "0", good.replacingOccurrences(of: "-", with: "_"),
+            "6f1c2b9a0-d4e-4c8b-9a1f-abcdef012345", String(good.dropLast()) + "g", String(good.dropLast()) + "é",
+            " " + String(good.dropFirst()), "{\(good.dropFirst(2))}", String(repeating: "é", count: 18),
+        ] {
+            #expect(throws: ProtocolError.self, "\(bad)") { try ItemID(bad) }
+        }
+    }
+
     @Test("chunk hashes: 64 lowercase hex characters")
     func chunkHash() throws {
         let text = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

@@ -14,9 +14,16 @@ extension ContainerSync {
         SyncPlanner.decide(item.observation, context: .empty, configuration: planner.configuration) == nil
     }
 
-    /// Stores `item` (its in-step flag worked out here) and tells listeners.
-    func store(_ item: StoredItem) throws {
-        try commit([RecordWrite(item, inStep: isInStep(item))])
+    /// Stores `item` (its in-step flag worked out here) and tells listeners; where its local copy's chunks lie and
+    /// the record of its current version, when given, are written in the same transaction.
+    func store(
+        _ item: StoredItem, chunkLocations: [(ChunkHash, LocalChunkLocation)]? = nil,
+        currentVersion: VersionRecord? = nil
+    ) throws {
+        var write = RecordWrite(item, inStep: isInStep(item))
+        write.chunkLocations = chunkLocations
+        write.currentVersion = currentVersion
+        try commit([write])
     }
 
     /// Applies `writes` in one transaction and tells listeners of those that applied.
@@ -136,9 +143,10 @@ extension ContainerSync {
         }
         stored.observation.remote = view
         stored.hasUnresolvedConflicts = detail.versions.contains { $0.isConflict && !$0.isResolved }
-        writes.insert(RecordWrite(stored, inStep: isInStep(stored)), at: 0)
+        var write = RecordWrite(stored, inStep: isInStep(stored))
+        write.currentVersion = current
+        writes.insert(write, at: 0)
         try commit(writes)
-        if let current { try state.setCurrentVersionRecord(current, of: record.id) }
         if !record.isDeleted {
             try recordOtherVersions(detail.versions.filter { $0.id != record.currentVersion }, of: stored.item)
         }

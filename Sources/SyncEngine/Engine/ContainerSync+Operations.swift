@@ -86,10 +86,11 @@ extension ContainerSync {
 
         case .adoptLocal(let id, let view, let identity):
             item.observation.recordAdopted(view, identity: identity)
-            try store(item)
+            var locations: [(ChunkHash, LocalChunkLocation)]?
             if let version = view.version, let record = try state.currentVersionRecord(of: id), record.id == version {
-                try recordChunkLocations(of: record.manifest, for: item.item)
+                locations = chunkLocations(of: record.manifest, for: item.item)
             }
+            try store(item, chunkLocations: locations)
 
         case .moveLocal(_, let from, let to, let expecting):
             let identity = try await moveLocal(from: from, to: to, kind: item.item.kind, expecting: expecting)
@@ -100,11 +101,10 @@ extension ContainerSync {
             try await removeLocal(at: path, of: item, expecting: expecting)
             try commit([RecordWrite(removing: id)])
 
-        case .evict(let id, let path, let expecting):
+        case .evict(_, let path, let expecting):
             try await removeLocal(at: path, of: item, expecting: expecting)
             item.observation.recordLocalRemoved(evicted: true)
-            try store(item)
-            try state.setChunkLocations([], of: id)
+            try store(item, chunkLocations: [])
 
         case .moveAside(_, let path, let expecting):
             let (target, identity) = try await moveAside(path, kind: item.item.kind, expecting: expecting)
@@ -163,8 +163,7 @@ extension ContainerSync {
         {
             item.observation.recordAdopted(remote, identity: identity)
             item.uploadError = nil
-            try store(item)
-            try recordChunkLocations(of: content.manifest, for: item.item)
+            try store(item, chunkLocations: chunkLocations(of: content.manifest, for: item.item))
             return
         }
         let knownCurrent = item.observation.remote?.version
@@ -184,9 +183,9 @@ extension ContainerSync {
             committed.id, hash: content.contentHash, size: content.size, identity: identity, record: view)
         item.uploadError = nil
         if answer.outcome == .conflict { item.hasUnresolvedConflicts = true }
-        try store(item)
-        try recordChunkLocations(of: content.manifest, for: item.item)
-        if answer.outcome != .conflict { try state.setCurrentVersionRecord(committed, of: item.id) }
+        try store(
+            item, chunkLocations: chunkLocations(of: content.manifest, for: item.item),
+            currentVersion: answer.outcome != .conflict ? committed : nil)
         if answer.outcome == .conflict || basedOn != knownCurrent {
             // Kept as a conflict version (the service's current version comes down over the local copy next), or
             // made current over a version this device never had (which the service keeps as a conflict version):
@@ -266,8 +265,7 @@ extension ContainerSync {
         view.isDeleted = false
         item.observation.recordPlaced(view, identity: placed)
         item.downloadError = nil
-        try store(item)
-        try recordChunkLocations(of: version.manifest, for: item.item)
+        try store(item, chunkLocations: chunkLocations(of: version.manifest, for: item.item))
     }
 
     /// Removes the local copy at `path` if it is still `expecting` (and, for a racy identity, the synced content),

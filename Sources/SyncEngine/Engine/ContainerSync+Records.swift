@@ -15,8 +15,9 @@ extension ContainerSync {
         setTransfer(transfer, of: item)
     }
 
-    /// Records where the chunks of the item's local copy (`manifest`, just uploaded or downloaded) lie.
-    func recordChunkLocations(of manifest: ContentManifest, for item: LocalItem) throws {
+    /// Where the chunks of the item's local copy (`manifest`, just uploaded or downloaded) lie, to be recorded with
+    /// its record (``RecordWrite/chunkLocations``).
+    func chunkLocations(of manifest: ContentManifest, for item: LocalItem) -> [(ChunkHash, LocalChunkLocation)] {
         var locations: [(ChunkHash, LocalChunkLocation)] = []
         func add(_ chunks: [ChunkReference], file: String) {
             var offset: Int64 = 0
@@ -32,6 +33,6 @@ extension ContainerSync {
                 add(entry.chunks, file: item.path.string + "/" + entry.path.string)
             }
         }
-        try state.setChunkLocations(locations, of: item.id)
+        return locations
     }
 }

@@ -50,10 +50,11 @@ extension LocalStateStore {
     func changeVersionsLocally(
         ofItemAt path: ItemPath, _ decide: (LocalVersionState) throws -> [VersionOperation]
     ) throws -> (before: LocalVersionState, after: LocalVersionState) {
-        try pool.write { db in
+        try writingRecords { db, touched in
             guard let before = try Self.versionState(ofItemAt: path, in: db) else {
                 throw ProtocolError(.itemNotFound, "no item at \(path)")
             }
+            touched.insert(before.item.id)
             let operations = try decide(before)
             var after = before
             var queued: [VersionOperation] = []

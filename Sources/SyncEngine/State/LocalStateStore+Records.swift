@@ -24,6 +24,12 @@ public struct RecordWrite: Sendable {
     public var inStep: Bool
     /// When it applies.
     public var condition: Condition
+    /// Where the chunks of the item's local copy lie now, replacing what was recorded (`nil`: unchanged), written in
+    /// the same transaction.
+    var chunkLocations: [(ChunkHash, LocalChunkLocation)]?
+    /// The record of the item's current version to keep from now on (`nil`: unchanged), written in the same
+    /// transaction.
+    var currentVersion: VersionRecord?
 
     /// Stores `record`.
     public init(_ record: StoredItem, inStep: Bool, if condition: Condition = .always) {
@@ -74,89 +80,109 @@ extension LocalStateStore {
 
     /// The record of item `id`.
     public func record(_ id: ItemID) throws -> StoredItem? {
-        try pool.read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT record, observation FROM item_record WHERE id = ?", arguments: [id.string]
-            )
-            .map(Self.decode)
-        }
+        if let cached = cache.record(id) { return cached }
+        return try fetch("SELECT \(Self.columns) FROM item_record WHERE id = ?", [id.string]).first
     }
 
     /// The record of the item at `path` as apps see it; when two claim it, the one whose local copy is there.
     public func record(at path: ItemPath) throws -> StoredItem? {
-        let found = try pool.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT record, observation FROM item_record WHERE path = ?", arguments: [path.string]
-            ).map(Self.decode)
-        }
+        let found = try fetch("SELECT \(Self.columns) FROM item_record WHERE path = ?", [path.string])
         return found.first { $0.observation.local != nil } ?? found.first
     }
 
     /// Every item's record.
     public func records() throws -> [StoredItem] {
-        try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT record, observation FROM item_record").map(Self.decode)
-        }
+        try fetch("SELECT \(Self.columns) FROM item_record")
     }
 
     /// The records of the items at `paths` and below them.
     public func records(atOrBelow paths: Set<String>) throws -> [StoredItem] {
-        try pool.read { db in
-            var found: [ItemID: StoredItem] = [:]
-            for path in paths where !path.isEmpty {
-                // Below `path` is the range from "path/" up to (not including) "path0" ('0' follows '/').
-                for record in try Row.fetchAll(
-                    db,
-                    sql: "SELECT record, observation FROM item_record WHERE path = ? OR (path >= ? AND path < ?)",
-                    arguments: [path, path + "/", path + "0"]
-                ).map(Self.decode) {
-                    found[record.id] = record
-                }
+        var found: [ItemID: StoredItem] = [:]
+        for path in paths where !path.isEmpty {
+            // Below `path` is the range from "path/" up to (not including) "path0" ('0' follows '/').
+            for record in try fetch(
+                "SELECT \(Self.columns) FROM item_record WHERE path = ? OR (path >= ? AND path < ?)",
+                [path, path + "/", path + "0"])
+            {
+                found[record.id] = record
             }
-            return Array(found.values)
         }
+        return Array(found.values)
     }
 
     /// The records of the items the planner has work for.
     public func recordsNotInStep() throws -> [StoredItem] {
-        try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT record, observation FROM item_record WHERE in_step = 0").map(Self.decode)
-        }
+        try fetch("SELECT \(Self.columns) FROM item_record WHERE in_step = 0")
     }
 
     /// The records of the items live on the service at the paths with these collision keys.
     public func records(withRemoteKeys keys: Set<String>) throws -> [StoredItem] {
-        guard !keys.isEmpty else { return [] }
-        return try pool.read { db in
-            var found: [StoredItem] = []
-            for key in keys {
-                found += try Row.fetchAll(
-                    db, sql: "SELECT record, observation FROM item_record WHERE remote_key = ?", arguments: [key]
-                ).map(Self.decode)
-            }
-            return found
+        var found: [StoredItem] = []
+        for key in keys {
+            found += try fetch("SELECT \(Self.columns) FROM item_record WHERE remote_key = ?", [key])
         }
+        return found
+    }
+
+    /// The columns a record is read from.
+    private static let columns = "id, record, observation"
+
+    /// The records a query finds: each from the cache when it is there, else decoded (and kept).
+    private func fetch(_ sql: String, _ arguments: StatementArguments = []) throws -> [StoredItem] {
+        let generation = cache.generation
+        let rows = try pool.read { db in try Row.fetchAll(db, sql: sql, arguments: arguments) }
+        return try decode(rows, readAt: generation)
+    }
+
+    /// `rows` as records, taken from the cache when there; what had to be decoded is kept if no write committed
+    /// since `generation`. Call it inside a write transaction with `generation` `nil`: the cache is exact there.
+    private func decode(_ rows: [Row], readAt generation: UInt64?) throws -> [StoredItem] {
+        guard !rows.isEmpty else { return [] }
+        let ids = try rows.map { row throws(ProtocolError) in try ItemID(row["id"] as String) }
+        let cached = cache.records(ids)
+        var decoded: [StoredItem] = []
+        var records: [StoredItem] = []
+        records.reserveCapacity(rows.count)
+        for (id, row) in zip(ids, rows) {
+            if let hit = cached[id] {
+                records.append(hit)
+            } else {
+                let record = try Self.decode(row)
+                records.append(record)
+                decoded.append(record)
+            }
+        }
+        if let generation { cache.keep(decoded, readAt: generation) }
+        return records
     }
 
     /// Applies `writes` in one transaction, each only when its condition holds.
     /// - Returns: The writes that applied, with the record each replaced.
     @discardableResult
     public func write(_ writes: [RecordWrite]) throws -> [(write: RecordWrite, before: StoredItem?)] {
-        try pool.write { db in
+        cache.writing.lock()
+        defer { cache.writing.unlock() }
+        let applied = try pool.write { db in
             var applied: [(RecordWrite, StoredItem?)] = []
             for write in writes {
-                let before = try Row.fetchOne(
-                    db, sql: "SELECT record, observation FROM item_record WHERE id = ?", arguments: [write.id.string]
-                ).map(Self.decode)
+                let before = try cache.record(write.id)
+                    ?? decode(
+                        Row.fetchAll(
+                            db, sql: "SELECT \(Self.columns) FROM item_record WHERE id = ?",
+                            arguments: [write.id.string]),
+                        readAt: nil
+                    ).first
                 switch write.condition {
                 case .always: break
                 case .unchanged(let expected): guard before == expected else { continue }
                 case .pathUnclaimed:
                     guard let path = write.record?.path else { break }
-                    let claimed = try Row.fetchAll(
-                        db, sql: "SELECT record, observation FROM item_record WHERE path = ? AND id != ?",
-                        arguments: [path.string, write.id.string]
-                    ).map(Self.decode).contains { $0.observation.local?.path == path }
+                    let claimed = try decode(
+                        Row.fetchAll(
+                            db, sql: "SELECT \(Self.columns) FROM item_record WHERE path = ? AND id != ?",
+                            arguments: [path.string, write.id.string]),
+                        readAt: nil
+                    ).contains { $0.observation.local?.path == path }
                     guard !claimed else { continue }
                 }
                 if write.record == nil {
@@ -172,6 +198,8 @@ extension LocalStateStore {
             }
             return applied
         }
+        cache.committed(applied.map { ($0.0.id, $0.0.record) })
+        return applied
     }
 
     private static func insert(_ write: RecordWrite, in db: Database) throws {
@@ -187,6 +215,8 @@ extension LocalStateStore {
                 record.id.string, record.path.string, key, write.inStep ? 1 : 0, try encode(record.item),
                 try encode(record.observation),
             ])
+        if let locations = write.chunkLocations { try setChunkLocations(locations, of: record.id, in: db) }
+        if let version = write.currentVersion { try setCurrentVersionRecord(version, of: record.id, in: db) }
     }
 
     static func encode(_ value: some Encodable) throws -> String {

@@ -22,8 +22,13 @@ extension LocalStateStore {
 
     /// Keeps the record of an item's current version.
     func setCurrentVersionRecord(_ record: VersionRecord, of id: ItemID) throws {
-        try setValue(
-            String(decoding: try JSONEncoder().encode(record), as: UTF8.self), forKey: Self.currentVersionKey(of: id))
+        try pool.write { db in try Self.setCurrentVersionRecord(record, of: id, in: db) }
+    }
+
+    static func setCurrentVersionRecord(_ record: VersionRecord, of id: ItemID, in db: Database) throws {
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO value (key, value) VALUES (?, ?)",
+            arguments: [currentVersionKey(of: id), try encode(record)])
     }
 
     static func currentVersionKey(of id: ItemID) -> String { "versions.current.\(id.string)" }
@@ -54,15 +59,17 @@ struct LocalChunkLocation: Hashable, Sendable {
 extension LocalStateStore {
     /// Records where the chunks of an item's local copy lie (replacing what was recorded for it).
     func setChunkLocations(_ locations: [(ChunkHash, LocalChunkLocation)], of id: ItemID) throws {
-        try pool.write { db in
-            try db.execute(sql: "DELETE FROM local_chunk WHERE item_id = ?", arguments: [id.string])
-            let statement = try db.cachedStatement(
-                sql: "INSERT INTO local_chunk (hash, item_id, file, offset, size) VALUES (?, ?, ?, ?, ?)")
-            for (hash, location) in locations {
-                try statement.execute(arguments: [
-                    hash.string, id.string, location.file, location.offset, location.size,
-                ])
-            }
+        try pool.write { db in try Self.setChunkLocations(locations, of: id, in: db) }
+    }
+
+    static func setChunkLocations(
+        _ locations: [(ChunkHash, LocalChunkLocation)], of id: ItemID, in db: Database
+    ) throws {
+        try db.execute(sql: "DELETE FROM local_chunk WHERE item_id = ?", arguments: [id.string])
+        let statement = try db.cachedStatement(
+            sql: "INSERT INTO local_chunk (hash, item_id, file, offset, size) VALUES (?, ?, ?, ?, ?)")
+        for (hash, location) in locations {
+            try statement.execute(arguments: [hash.string, id.string, location.file, location.offset, location.size])
         }
     }
 
@@ -129,7 +136,8 @@ extension LocalStateStore {
     /// gave before the operation would show it undone once it leaves the queue, and the next answer would announce
     /// its change a second time.)
     func dequeue(_ sequence: Int64, applying operation: VersionOperation, to id: ItemID) throws {
-        try pool.write { db in
+        try writingRecords { db, touched in
+            touched.insert(id)
             if var state = try Self.recordedVersionState(of: id, in: db),
                 (try? Self.apply(operation, to: &state, at: state.item.path)) == true
             {
@@ -138,5 +146,17 @@ extension LocalStateStore {
             }
             try db.execute(sql: "DELETE FROM outbox WHERE sequence = ?", arguments: [sequence])
         }
+    }
+
+    /// Runs `body` in a write transaction that may change items' records other than through ``write(_:)``; `body`
+    /// names each item it may change, whose cached record is dropped once the transaction ends.
+    func writingRecords<Value>(_ body: (Database, inout Set<ItemID>) throws -> Value) throws -> Value {
+        cache.writing.lock()
+        var touched = Set<ItemID>()
+        defer {
+            cache.committed(touched.map { ($0, nil) })
+            cache.writing.unlock()
+        }
+        return try pool.write { db in try body(db, &touched) }
     }
 }

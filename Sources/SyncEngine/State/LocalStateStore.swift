@@ -7,6 +7,8 @@ import UbiquityProtocol
 /// finds the state of its last completed step.
 public struct LocalStateStore: Sendable {
     let pool: any DatabaseWriter
+    /// The records decoded lately (``RecordCache``).
+    let cache = RecordCache()
 
     /// Opens (creating and migrating as needed) the database at `url`.
     public init(url: URL) throws {

@@ -1,0 +1,109 @@
+import Foundation
+import Synchronization
+import Testing
+import UbiquityProtocol
+
+@testable import SyncEngine
+
+@Suite("State database: the records it hands out are the ones it holds")
+struct RecordCacheTests {
+    private static func record(_ id: ItemID, size: Int64, path: String = "Documents/a.txt") -> StoredItem {
+        StoredItem(ItemObservation(id: id, remote: RemoteView(path: try! ItemPath(path), kind: .file, size: size)))
+    }
+
+    private static func temporaryDatabase() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ubiquity-state-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder.appendingPathComponent("state.sqlite")
+    }
+
+    @Test("readers running beside a writer never see a record older than one they saw, nor one the file lacks")
+    func readersBesideAWriter() throws {
+        let url = try Self.temporaryDatabase()
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        let store = try LocalStateStore(url: url)
+        let id = ItemID()
+        let other = ItemID()
+        try store.write([
+            RecordWrite(Self.record(id, size: 0), inStep: false),
+            RecordWrite(Self.record(other, size: 0, path: "Documents/b.txt"), inStep: false),
+        ])
+        let writes: Int64 = 400
+        let done = Atomic(false)
+        let regressions = Mutex<[String]>([])
+        let group = DispatchGroup()
+        for reader in 0..<3 {
+            group.enter()
+            Thread {
+                defer { group.leave() }
+                var seen: Int64 = 0
+                while !done.load(ordering: .acquiring) {
+                    // One reader asks for the item alone, the others read it among every pending record.
+                    let found: StoredItem?
+                    do {
+                        found =
+                            reader == 0
+                            ? try store.record(id) : try store.recordsNotInStep().first { $0.id == id }
+                    } catch {
+                        regressions.withLock { $0.append("read failed: \(error)") }
+                        return
+                    }
+                    let size = found?.observation.remote?.size ?? -1
+                    if size < seen { regressions.withLock { $0.append("reader \(reader) saw \(size) after \(seen)") } }
+                    seen = max(seen, size)
+                }
+            }.start()
+        }
+        for size in 1...writes {
+            // The other item's record is replaced too, so reads of the pending records decode as writes commit.
+            try store.write([
+                RecordWrite(Self.record(id, size: size), inStep: false),
+                RecordWrite(Self.record(other, size: size, path: "Documents/b.txt"), inStep: false),
+            ])
+        }
+        done.store(true, ordering: .releasing)
+        group.wait()
+        #expect(regressions.withLock { $0 }.isEmpty, "\(regressions.withLock { $0.prefix(5) })")
+        #expect(try store.record(id)?.observation.remote?.size == writes)
+        // A store opened afresh on the same file (nothing cached) agrees with every read of the first.
+        let reopened = try LocalStateStore(url: url)
+        #expect(try reopened.record(id) == store.record(id))
+        #expect(try Set(reopened.recordsNotInStep()) == Set(store.recordsNotInStep()))
+    }
+
+    @Test("a removal, a write refused by its condition and a queued version change read back as the file holds them")
+    func writesOfEveryKindReadBack() throws {
+        let url = try Self.temporaryDatabase()
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        let store = try LocalStateStore(url: url)
+        let id = ItemID()
+        let first = Self.record(id, size: 1)
+        try store.write([RecordWrite(first, inStep: false)])
+        #expect(try store.record(id) == first)
+
+        // Conditioned on a record that is not the stored one: nothing changes, in the cache either.
+        let applied = try store.write([RecordWrite(Self.record(id, size: 2), inStep: false, if: .unchanged(nil))])
+        #expect(applied.isEmpty)
+        #expect(try store.record(id) == first)
+
+        // A version change made on this device writes the item's record in a transaction of its own.
+        var withVersion = first
+        let version = VersionID()
+        withVersion.observation.remote?.version = version
+        withVersion.hasUnresolvedConflicts = true
+        try store.write([RecordWrite(withVersion, inStep: false)])
+        let conflict = VersionRecord(
+            id: VersionID(), itemID: id, manifest: .file([]),
+            contentHash: try ChunkHash(String(repeating: "0", count: 64)),
+            modificationDate: Date(timeIntervalSince1970: 1), savingDevice: SavingDevice(id: DeviceID(), name: "other"),
+            basedOn: version, isConflict: true)
+        try store.setOtherVersions([conflict], of: id)
+        try store.changeVersionsLocally(ofItemAt: try ItemPath("Documents/a.txt")) { _ in [.markResolved(conflict.id)] }
+        #expect(try store.record(id)?.hasUnresolvedConflicts == false)
+        #expect(try store.record(id) == LocalStateStore(url: url).record(id))
+
+        try store.write([RecordWrite(removing: id)])
+        #expect(try store.record(id) == nil)
+        #expect(try store.records().isEmpty)
+    }
+}
