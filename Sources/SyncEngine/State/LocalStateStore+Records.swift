@@ -165,7 +165,8 @@ extension LocalStateStore {
         let applied = try pool.write { db in
             var applied: [(RecordWrite, StoredItem?)] = []
             for write in writes {
-                let before = try cache.record(write.id)
+                let before =
+                    try cache.record(write.id)
                     ?? decode(
                         Row.fetchAll(
                             db, sql: "SELECT \(Self.columns) FROM item_record WHERE id = ?",
