@@ -64,6 +64,7 @@ let package = Package(
             dependencies: [
                 "DocumentKit",
                 "UbiquityKit",
+                "UbiquityProtocol",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

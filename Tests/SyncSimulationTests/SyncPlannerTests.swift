@@ -123,6 +123,30 @@ struct SyncPlannerTests {
         #expect(decide(item) == .moveRemote(id, to: moved))
     }
 
+    @Test("A local copy written between the plan and its move is not taken for the synced content afterwards")
+    func moveOfAnEditedCopy() {
+        let moved = try! ItemPath("Documents/Groceries.txt")
+        var item = inStep()
+        item.local?.contentHash = h1
+        item.remote?.path = moved
+        item.remote?.version = v2
+        item.remote?.contentHash = h2
+        // The plan moves the copy it saw; an app writes it in place before the move, which finds the same file.
+        let edited = identity(modified: 1_000_000_000_000 + 4_000_000_000)
+        item.recordMovedLocal(to: moved, identity: edited)
+        #expect(item.local?.contentHash == nil)
+        // Nothing replaces the copy before it is read again: its bytes may be an edit to send.
+        #expect(decide(item) == .hashLocal(id, expecting: edited))
+        // A move of a copy that did not change keeps what is known of its bytes.
+        var unchanged = inStep()
+        unchanged.local?.contentHash = h1
+        unchanged.remote?.path = moved
+        var renamed = identity()
+        renamed.changed += 1_000
+        unchanged.recordMovedLocal(to: moved, identity: renamed)
+        #expect(unchanged.local?.contentHash == h1)
+    }
+
     @Test("A new local file at a path another item holds on the service steps aside")
     func collisionStepsAside() {
         let other = inStep()

@@ -100,15 +100,43 @@ extension ContainerSync {
                 continue
             }
             var touched: [ItemID] = []
-            for change in page.changes where !touched.contains(change.itemID) { touched.append(change.itemID) }
+            var changes: [ItemID: [Change]] = [:]
+            for change in page.changes {
+                if changes[change.itemID] == nil { touched.append(change.itemID) }
+                changes[change.itemID, default: []].append(change)
+            }
             for id in touched {
-                // Asked in the item's lane: an answer older than an operation's outcome never overwrites it.
-                try await inLane(id) { try observe(try await service.item(id, in: container)) }
+                // Asked in the item's lane: an answer older than an operation's outcome never overwrites it. This
+                // device's own new items, heard back, are not asked about (``shows(_:_:)``).
+                try await inLane(id) {
+                    if let known = try state.record(id), Self.shows(changes[id] ?? [], known.observation.remote) {
+                        return
+                    }
+                    try observe(try await service.item(id, in: container))
+                }
             }
             token = page.nextToken
             try state.setValue(page.nextToken.string, forKey: Self.feedTokenKey)
             if !page.hasMore { break }
         }
+    }
+
+    /// Whether `changes` (one page's, of one item) are only the item's creation, with or without its first version,
+    /// and the service's record as last heard (`remote`) shows them: this device's own new item, heard back. Nothing
+    /// else is taken as known without asking: a commit over a version this device never had makes that version a
+    /// conflict version without a change of its own in the feed, so only the item's versions tell it.
+    static func shows(_ changes: [Change], _ remote: RemoteView?) -> Bool {
+        guard let remote, !remote.isDeleted else { return false }
+        var created = false
+        for change in changes {
+            switch change {
+            case .itemCreated: created = true
+            case .itemChanged(_, let version), .versionAdded(_, let version):
+                guard remote.version == version else { return false }
+            case .itemMoved, .itemDeleted, .versionResolved, .versionRemoved: return false
+            }
+        }
+        return created
     }
 
     /// The service's feed token key in the state database.

@@ -171,8 +171,12 @@ extension ContainerSync {
         let version = makeVersion(of: item.id, content, identity, basedOn: basedOn)
         let answer = try await itemRequests.commit(version)
         let committed = answer.version ?? version
+        // The content is the service's current content only when the version it is (this one, or the kept version
+        // it was found identical to) is the current one: identical to a kept conflict version, it is safe on the
+        // service as that version, and the current version comes down over it.
+        let isCurrent = answer.item.currentVersion == committed.id
         let view: RemoteView
-        if answer.item.currentVersion == committed.id || answer.outcome != .conflict {
+        if isCurrent {
             view = RemoteView(
                 path: answer.item.path, kind: answer.item.kind, version: answer.item.currentVersion,
                 contentHash: content.contentHash, size: content.size)
@@ -182,11 +186,11 @@ extension ContainerSync {
         item.observation.recordCommitted(
             committed.id, hash: content.contentHash, size: content.size, identity: identity, record: view)
         item.uploadError = nil
-        if answer.outcome == .conflict { item.hasUnresolvedConflicts = true }
+        if !isCurrent { item.hasUnresolvedConflicts = true }
         try store(
             item, chunkLocations: chunkLocations(of: content.manifest, for: item.item),
-            currentVersion: answer.outcome != .conflict ? committed : nil)
-        if answer.outcome == .conflict || basedOn != knownCurrent {
+            currentVersion: isCurrent ? committed : nil)
+        if !isCurrent || basedOn != knownCurrent {
             // Kept as a conflict version (the service's current version comes down over the local copy next), or
             // made current over a version this device never had (which the service keeps as a conflict version):
             // the item's versions are heard at once.

@@ -41,11 +41,23 @@ extension ContainerSync {
     /// The most bytes of chunks one upload request carries.
     static let batchBytes = 4 << 20
 
-    /// Uploads the chunks of `content` the service lacks in batches of a few megabytes, a few batches at a time,
+    /// Content up to this size is sent without first asking which of its chunks the service lacks: the question
+    /// costs a round trip of its own, and sending bytes the service has already costs only the bytes (it keeps one
+    /// copy of each chunk).
+    static let unaskedBytes: Int64 = 64 << 10
+
+    /// Uploads the chunks of `content` the service lacks (all of small content, ``unaskedBytes``) in batches of a few
+    /// megabytes, a few batches at a time,
     /// reading each chunk from its file by its offset; the item's upload progress counts the chunks the service has
     /// as done.
     func uploadChunks(of content: LocalContent, for item: LocalItem) async throws {
-        let missing = try await service.missingChunks(content.manifest.chunks, in: container)
+        let missing: [ChunkHash]
+        if content.size <= Self.unaskedBytes {
+            var seen = Set<ChunkHash>()
+            missing = content.manifest.chunks.map(\.hash).filter { seen.insert($0).inserted }
+        } else {
+            missing = try await service.missingChunks(content.manifest.chunks, in: container)
+        }
         let pending = missing.reduce(Int64(0)) { $0 + (content.sources[$1]?.size ?? 0) }
         setTransfer(ItemTransfer(direction: .upload, completed: content.size - pending, total: content.size), of: item)
         defer { setTransfer(nil, of: item) }

@@ -39,7 +39,7 @@ public actor ContainerSync {
         public init(
             eagerDownloadLimit: Int64 = 1 << 20, chunker: FileChunker = FileChunker(),
             keyValueLimits: KeyValueLimits = .apple, disk: any LocalDisk = PosixDisk(),
-            makeIdentifier: @escaping @Sendable () -> UUID = { UUID() }, taskExecutor: (any TaskExecutor)? = nil
+            makeIdentifier: @escaping @Sendable () -> UUID = { UUID.random() }, taskExecutor: (any TaskExecutor)? = nil
         ) {
             self.eagerDownloadLimit = eagerDownloadLimit
             self.chunker = chunker

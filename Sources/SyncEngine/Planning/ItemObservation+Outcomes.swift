@@ -94,6 +94,9 @@ extension ItemObservation {
     /// The local copy moved to `path` (now `identity`).
     public mutating func recordMovedLocal(to path: ItemPath, identity: LocalFileIdentity) {
         local?.path = path
+        // The file moved is the one planned for, but it may have been written since it was last read: then its
+        // hash is not known any more.
+        if let before = local?.identity, !identity.isUnchanged(since: before) { local?.contentHash = nil }
         local?.identity = identity
         synced?.path = path
         if let recorded = synced?.identity, recorded.isSameFile(as: identity) {

@@ -14,7 +14,7 @@ public protocol UUIDIdentifier: Hashable, Comparable, Sendable, Codable, CustomS
 
 extension UUIDIdentifier {
     /// A new random identifier.
-    public init() { self.init(uuid: UUID()) }
+    public init() { self.init(uuid: UUID.random()) }
 
     /// Parses an identifier from a UUID string (either case; kept in lowercase).
     /// - Throws: ``ProtocolError/Code/invalidIdentifier`` if `string` is not a UUID.

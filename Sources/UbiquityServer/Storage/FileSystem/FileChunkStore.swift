@@ -34,7 +34,7 @@ public struct FileChunkStore: ChunkStore {
     }
 
     public func beginUpload(for account: AccountID) async throws -> any ChunkUpload {
-        let temporary = incoming.appendingPathComponent(UUID().uuidString.lowercased())
+        let temporary = incoming.appendingPathComponent(UUID.random().uuidString.lowercased())
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw POSIXError.current("create \(temporary.path)") }
         return FileChunkUpload(store: self, account: account, temporary: temporary, descriptor: descriptor)
