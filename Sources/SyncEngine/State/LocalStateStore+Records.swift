@@ -97,17 +97,14 @@ extension LocalStateStore {
 
     /// The records of the items at `paths` and below them.
     public func records(atOrBelow paths: Set<String>) throws -> [StoredItem] {
-        var found: [ItemID: StoredItem] = [:]
-        for path in paths where !path.isEmpty {
-            // Below `path` is the range from "path/" up to (not including) "path0" ('0' follows '/').
-            for record in try fetch(
+        // Below `path` is the range from "path/" up to (not including) "path0" ('0' follows '/').
+        let queries = paths.filter { !$0.isEmpty }.map { path -> (String, StatementArguments) in
+            (
                 "SELECT \(Self.columns) FROM item_record WHERE path = ? OR (path >= ? AND path < ?)",
-                [path, path + "/", path + "0"])
-            {
-                found[record.id] = record
-            }
+                [path, path + "/", path + "0"]
+            )
         }
-        return Array(found.values)
+        return Self.distinct(try fetch(queries))
     }
 
     /// The records of the items the planner has work for.
@@ -117,11 +114,16 @@ extension LocalStateStore {
 
     /// The records of the items live on the service at the paths with these collision keys.
     public func records(withRemoteKeys keys: Set<String>) throws -> [StoredItem] {
-        var found: [StoredItem] = []
-        for key in keys {
-            found += try fetch("SELECT \(Self.columns) FROM item_record WHERE remote_key = ?", [key])
+        let queries = keys.map { key -> (String, StatementArguments) in
+            ("SELECT \(Self.columns) FROM item_record WHERE remote_key = ?", [key])
         }
-        return found
+        return Self.distinct(try fetch(queries))
+    }
+
+    /// Each item once.
+    private static func distinct(_ records: [StoredItem]) -> [StoredItem] {
+        var seen = Set<ItemID>()
+        return records.filter { seen.insert($0.id).inserted }
     }
 
     /// The columns a record is read from.
@@ -129,8 +131,17 @@ extension LocalStateStore {
 
     /// The records a query finds: each from the cache when it is there, else decoded (and kept).
     private func fetch(_ sql: String, _ arguments: StatementArguments = []) throws -> [StoredItem] {
+        try fetch([(sql, arguments)])
+    }
+
+    /// The records some queries find, read in one transaction (one snapshot of the database): each from the cache
+    /// when no write committed since the read began, else decoded (and kept).
+    private func fetch(_ queries: [(String, StatementArguments)]) throws -> [StoredItem] {
+        guard !queries.isEmpty else { return [] }
         let generation = cache.generation
-        let rows = try pool.read { db in try Row.fetchAll(db, sql: sql, arguments: arguments) }
+        let rows = try pool.read { db in
+            try queries.flatMap { sql, arguments in try Row.fetchAll(db, sql: sql, arguments: arguments) }
+        }
         return try decode(rows, readAt: generation)
     }
 
@@ -139,7 +150,7 @@ extension LocalStateStore {
     private func decode(_ rows: [Row], readAt generation: UInt64?) throws -> [StoredItem] {
         guard !rows.isEmpty else { return [] }
         let ids = try rows.map { row throws(ProtocolError) in try ItemID(row["id"] as String) }
-        let cached = cache.records(ids)
+        let cached = cache.records(ids, readAt: generation)
         var decoded: [StoredItem] = []
         var records: [StoredItem] = []
         records.reserveCapacity(rows.count)

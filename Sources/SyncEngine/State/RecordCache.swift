@@ -33,9 +33,12 @@ final class RecordCache: Sendable {
         state.withLock { $0.records[id] }
     }
 
-    /// The cached records among `ids`.
-    func records(_ ids: some Sequence<ItemID>) -> [ItemID: StoredItem] {
+    /// The cached records among `ids`; none when `generation` is given and a write committed since (a cached
+    /// record would then be newer than the rows a query matched, and mixing them would answer a question nobody
+    /// asked: a record found under a path it has left).
+    func records(_ ids: some Sequence<ItemID>, readAt generation: UInt64? = nil) -> [ItemID: StoredItem] {
         state.withLock { state in
+            if let generation, state.generation != generation { return [:] }
             var found: [ItemID: StoredItem] = [:]
             for id in ids { found[id] = state.records[id] }
             return found

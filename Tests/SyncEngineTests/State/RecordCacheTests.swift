@@ -30,8 +30,8 @@ struct RecordCacheTests {
         ])
         // A bounded amount of work on threads of their own: the readers do not spin, and the test's task waits
         // without holding one of Swift concurrency's few threads (other suites run beside this one).
-        let writes: Int64 = 150
-        let reads = 300
+        let writes: Int64 = 60
+        let reads = 200
         let regressions = Mutex<[String]>([])
         let group = DispatchGroup()
         for reader in 0..<2 {
