@@ -138,19 +138,23 @@ extension LocalStateStore {
     /// when no write committed since the read began, else decoded (and kept).
     private func fetch(_ queries: [(String, StatementArguments)]) throws -> [StoredItem] {
         guard !queries.isEmpty else { return [] }
-        let generation = cache.generation
+        let generation = cache.readGeneration
         let rows = try pool.read { db in
             try queries.flatMap { sql, arguments in try Row.fetchAll(db, sql: sql, arguments: arguments) }
         }
         return try decode(rows, readAt: generation)
     }
 
-    /// `rows` as records, taken from the cache when there; what had to be decoded is kept if no write committed
-    /// since `generation`. Call it inside a write transaction with `generation` `nil`: the cache is exact there.
-    private func decode(_ rows: [Row], readAt generation: UInt64?) throws -> [StoredItem] {
+    /// `rows` as records, taken from the cache when there; what had to be decoded is kept if no write began since
+    /// the read began at `generation` (`nil`: a write was under way, the cache is not to be used). Call it inside
+    /// a write transaction with `whileWriting`: the cache is exact there.
+    private func decode(_ rows: [Row], readAt generation: UInt64?, whileWriting: Bool = false) throws
+        -> [StoredItem]
+    {
         guard !rows.isEmpty else { return [] }
         let ids = try rows.map { row throws(ProtocolError) in try ItemID(row["id"] as String) }
-        let cached = cache.records(ids, readAt: generation)
+        let cached: [ItemID: StoredItem] =
+            whileWriting || generation != nil ? cache.records(ids, readAt: generation) : [:]
         var decoded: [StoredItem] = []
         var records: [StoredItem] = []
         records.reserveCapacity(rows.count)
@@ -171,18 +175,23 @@ extension LocalStateStore {
     /// - Returns: The writes that applied, with the record each replaced.
     @discardableResult
     public func write(_ writes: [RecordWrite]) throws -> [(write: RecordWrite, before: StoredItem?)] {
-        cache.writing.lock()
-        defer { cache.writing.unlock() }
-        let applied = try pool.write { db in
+        try cache.write {
+            let applied = try writeRecords(writes)
+            return (applied, applied.map { ($0.write.id, $0.write.record) })
+        }
+    }
+
+    private func writeRecords(_ writes: [RecordWrite]) throws -> [(write: RecordWrite, before: StoredItem?)] {
+        try pool.write { db in
             var applied: [(RecordWrite, StoredItem?)] = []
             for write in writes {
                 let before =
-                    try cache.record(write.id)
+                    try cache.recordWhileWriting(write.id)
                     ?? decode(
                         Row.fetchAll(
                             db, sql: "SELECT \(Self.columns) FROM item_record WHERE id = ?",
                             arguments: [write.id.string]),
-                        readAt: nil
+                        readAt: nil, whileWriting: true
                     ).first
                 switch write.condition {
                 case .always: break
@@ -193,7 +202,7 @@ extension LocalStateStore {
                         Row.fetchAll(
                             db, sql: "SELECT \(Self.columns) FROM item_record WHERE path = ? AND id != ?",
                             arguments: [path.string, write.id.string]),
-                        readAt: nil
+                        readAt: nil, whileWriting: true
                     ).contains { $0.observation.local?.path == path }
                     guard !claimed else { continue }
                 }
@@ -210,8 +219,6 @@ extension LocalStateStore {
             }
             return applied
         }
-        cache.committed(applied.map { ($0.0.id, $0.0.record) })
-        return applied
     }
 
     private static func insert(_ write: RecordWrite, in db: Database) throws {

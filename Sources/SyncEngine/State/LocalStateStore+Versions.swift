@@ -151,12 +151,10 @@ extension LocalStateStore {
     /// Runs `body` in a write transaction that may change items' records other than through ``write(_:)``; `body`
     /// names each item it may change, whose cached record is dropped once the transaction ends.
     func writingRecords<Value>(_ body: (Database, inout Set<ItemID>) throws -> Value) throws -> Value {
-        cache.writing.lock()
-        var touched = Set<ItemID>()
-        defer {
-            cache.committed(touched.map { ($0, nil) })
-            cache.writing.unlock()
+        try cache.write {
+            var touched = Set<ItemID>()
+            let value = try pool.write { db in try body(db, &touched) }
+            return (value, touched.map { ($0, nil) })
         }
-        return try pool.write { db in try body(db, &touched) }
     }
 }

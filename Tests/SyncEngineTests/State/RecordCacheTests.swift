@@ -118,4 +118,35 @@ struct RecordCacheTests {
         #expect(try store.record(id) == nil)
         #expect(try store.records().isEmpty)
     }
+
+    @Test("while a write is under way its rows may be committed ahead of the cache: no read answers from the cache")
+    func readsBesideAnUnfinishedWrite() throws {
+        let cache = RecordCache()
+        let id = ItemID()
+        try cache.write { ((), [(id, Self.record(id, size: 37))]) }
+        let before = try #require(cache.readGeneration)
+        #expect(cache.records([id], readAt: before)[id]?.observation.remote?.size == 37)
+
+        try cache.write {
+            // The write's transaction has committed 38; a reader whose snapshot holds it must not be handed 37.
+            #expect(cache.readGeneration == nil)
+            #expect(cache.record(id) == nil)
+            #expect(cache.records([id], readAt: before).isEmpty)
+            cache.keep([Self.record(id, size: 37)], readAt: before)
+            #expect(cache.recordWhileWriting(id)?.observation.remote?.size == 37)
+            return ((), [(id, Self.record(id, size: 38))])
+        }
+        // A read that began before the write neither answers from the cache nor keeps what it decoded.
+        #expect(cache.records([id], readAt: before).isEmpty)
+        cache.keep([Self.record(id, size: 37)], readAt: before)
+        #expect(cache.record(id)?.observation.remote?.size == 38)
+
+        struct Refused: Error {}
+        #expect(throws: Refused.self) {
+            try cache.write { () throws -> ((), [(ItemID, StoredItem?)]) in throw Refused() }
+        }
+        // A write that failed may have committed anything: nothing cached stands.
+        #expect(cache.record(id) == nil)
+        #expect(cache.readGeneration != nil)
+    }
 }
