@@ -103,6 +103,14 @@ public final class ServiceWorld: Sendable {
     ///   ``ProtocolError/Code/kindMismatch``, ``ProtocolError/Code/versionExists``,
     ///   ``ProtocolError/Code/chunksMissing`` (naming the chunks) or ``ProtocolError/Code/pathCollision``.
     public func commit(_ version: VersionRecord) throws -> ItemResponse {
+        try commit(VersionPayload(version))
+    }
+
+    /// `POST …/items/{item}/versions` with the manifest whole or as a delta against a kept version of the item; a
+    /// delta's version is answered without the version when it is the one sent, as the real service does.
+    /// - Throws: What ``commit(_:)`` throws; ``ProtocolError/Code/unknownVersion`` for a delta against a version
+    ///   the item does not keep.
+    public func commit(_ version: VersionPayload) throws -> ItemResponse {
         let now = retentionInstant()
         return try state.withLock { try $0.commit(version, now: now) }
     }
@@ -405,11 +413,14 @@ extension ServiceWorld {
             return try save(item, before: nil, change: change)
         }
 
-        mutating func commit(_ version: VersionRecord, now: Date) throws -> ItemResponse {
+        mutating func commit(_ payload: VersionPayload, now: Date) throws -> ItemResponse {
+            let item = try loadExisting(payload.itemID)
+            let version = try payload.resolved { item.versions.versions[$0]?.manifest }
             try version.manifest.validate()
-            let item = try loadExisting(version.itemID)
             try Self.check(version, fits: item.record.kind, of: item.record.id)
-            return try commit(version, to: item, now: now)
+            var response = try commit(version, to: item, now: now)
+            if payload.deltaBase != nil, response.version?.id == version.id { response.version = nil }
+            return response
         }
 
         mutating func moveItem(_ id: ItemID, to path: ItemPath) throws -> ItemResponse {
@@ -817,8 +828,15 @@ public struct SimulatedSyncService: SyncService {
         try await call("items", in: container) { try answered(world.items()) }
     }
 
-    public func item(_ id: ItemID, in container: ContainerID) async throws -> ItemDetail {
-        try await call("item \(id)", in: container) { try answered(try world.item(id)) }
+    public func item(_ id: ItemID, have: VersionRecord?, in container: ContainerID) async throws -> ItemDetail {
+        try await call("item \(id)", in: container) {
+            let detail = try world.item(id)
+            guard let have else { return try answered(detail) }
+            // As the real service answers with `have`: manifests as deltas against the version named, made whole
+            // again on the device's side.
+            let payload = ItemDetailPayload(detail, have: detail.versions.first { $0.id == have.id })
+            return try answered(payload).resolved(have: have)
+        }
     }
 
     public func createItem(_ request: CreateItemRequest, in container: ContainerID) async throws -> ItemResponse {
@@ -829,7 +847,7 @@ public struct SimulatedSyncService: SyncService {
         }
     }
 
-    public func commit(_ version: VersionRecord, in container: ContainerID) async throws -> ItemResponse {
+    public func commit(_ version: VersionPayload, in container: ContainerID) async throws -> ItemResponse {
         try await call("commit \(version.id) of \(version.itemID)", in: container) {
             var received = try self.received(version)
             if let device { received.savingDevice = device }

@@ -64,7 +64,7 @@ extension ContainerSync {
         if disk.exists(copy) { return copy }
         var version = try state.otherVersions(of: item.id).first { $0.id == versionID }
         if version == nil {
-            version = try await service.item(item.id, in: container).versions.first { $0.id == versionID }
+            version = try await detail(of: item.id).versions.first { $0.id == versionID }
         }
         guard let version else {
             throw ProtocolError(.unknownVersion, "\(versionID) is not a version of \(path)")

@@ -112,7 +112,7 @@ extension ContainerSync {
                     if let known = try state.record(id), Self.shows(changes[id] ?? [], known.observation.remote) {
                         return
                     }
-                    try observe(try await service.item(id, in: container))
+                    try observe(try await detail(of: id))
                 }
             }
             token = page.nextToken

@@ -29,7 +29,7 @@ extension ContainerSync {
             } catch let error as ProtocolError where error.code == .itemExists {
                 // Created by a request whose answer was lost, and moved here since: the record is the service's,
                 // and the move goes up next.
-                record = Self.view(of: try await service.item(id, in: container))
+                record = Self.view(of: try await detail(of: id))
             }
             item.observation.recordCreated(record)
             item.uploadError = nil
@@ -56,7 +56,7 @@ extension ContainerSync {
                 try commit([RecordWrite(removing: id)])  // a creation that never reached the service
             } catch let error as ProtocolError where error.code == .staleDelete {
                 // Edited elsewhere meanwhile: the edit wins; the item comes back with the service's version.
-                let detail = try await service.item(id, in: container)
+                let detail = try await detail(of: id)
                 item.observation.recordStaleDelete(Self.view(of: detail))
                 try store(item)
                 try observe(detail)
@@ -167,9 +167,25 @@ extension ContainerSync {
             return
         }
         let knownCurrent = item.observation.remote?.version
-        try await uploadChunks(of: content, for: item.item)
+        // The version it is based on, as last heard: the service has its chunks, and its manifest is what the new
+        // one's travels as changes to.
+        let base = try basedOn.flatMap { id in
+            try state.currentVersionRecord(of: item.id).flatMap { $0.id == id ? $0 : nil }
+        }
+        try await uploadChunks(of: content, for: item.item, base: base)
         let version = makeVersion(of: item.id, content, identity, basedOn: basedOn)
-        let answer = try await itemRequests.commit(version)
+        let answer: ItemResponse
+        do {
+            answer = try await itemRequests.commit(VersionPayload(version, against: base))
+        } catch let error as ProtocolError
+            where base != nil && (error.code == .unknownVersion || error.code == .chunksMissing)
+        {
+            // The base is no longer kept (removed since it was heard), and its chunks may have gone with it: they go
+            // up again where the service lacks them, and the manifest whole.
+            try await uploadChunks(of: content, for: item.item)
+            answer = try await itemRequests.commit(VersionPayload(version))
+        }
+        // A commit sent as a delta is answered without the version when it is the one sent.
         let committed = answer.version ?? version
         // The content is the service's current content only when the version it is (this one, or the kept version
         // it was found identical to) is the current one: identical to a kept conflict version, it is safe on the
@@ -194,14 +210,20 @@ extension ContainerSync {
             // Kept as a conflict version (the service's current version comes down over the local copy next), or
             // made current over a version this device never had (which the service keeps as a conflict version):
             // the item's versions are heard at once.
-            try observe(try await service.item(item.id, in: container))
+            try observe(try await detail(of: item.id))
         }
+    }
+
+    /// The service's detail of item `id`, its manifests sent as deltas against the current version as last heard
+    /// (a small edit of a large file reads in a few operations, not its whole chunk list).
+    func detail(of id: ItemID) async throws -> ItemDetail {
+        try await service.item(id, have: try state.currentVersionRecord(of: id), in: container)
     }
 
     /// The record of `version` of item `id`: as last heard, or asked of the service.
     func versionRecord(_ version: VersionID, of id: ItemID) async throws -> VersionRecord {
         if let record = try state.currentVersionRecord(of: id), record.id == version { return record }
-        let detail = try await service.item(id, in: container)
+        let detail = try await detail(of: id)
         guard let record = detail.versions.first(where: { $0.id == version }) else {
             try observe(detail)
             throw LocalCopyChanged()  // the service moved on: planned again from what it has now

@@ -13,7 +13,7 @@ extension ContainerSync {
     public func download(_ path: ItemPath) async throws {
         let id = try known(path).id
         try await inLane(id) {
-            try observe(try await service.item(id, in: container))
+            try observe(try await detail(of: id))
             guard var item = try state.record(id), item.observation.remote?.isDeleted == false else {
                 throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
             }
@@ -63,7 +63,7 @@ extension ContainerSync {
     /// on it (a download over an unchanged copy, a move) — after an app changed its versions, say.
     func refresh(_ id: ItemID) async throws {
         try await inLane(id) {
-            try observe(try await service.item(id, in: container))
+            try observe(try await detail(of: id))
             try await drive(id) { _ in }
         }
     }

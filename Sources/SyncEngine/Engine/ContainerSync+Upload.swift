@@ -47,16 +47,18 @@ extension ContainerSync {
     static let unaskedBytes: Int64 = 64 << 10
 
     /// Uploads the chunks of `content` the service lacks (all of small content, ``unaskedBytes``) in batches of a few
-    /// megabytes, a few batches at a time,
-    /// reading each chunk from its file by its offset; the item's upload progress counts the chunks the service has
-    /// as done.
-    func uploadChunks(of content: LocalContent, for item: LocalItem) async throws {
+    /// megabytes, a few batches at a time, reading each chunk from its file by its offset; the item's upload progress
+    /// counts the chunks the service has as done. The question names only chunks that are not in `base`, a version
+    /// the service keeps: a small edit of a large file asks about the chunks it changed.
+    func uploadChunks(of content: LocalContent, for item: LocalItem, base: VersionRecord? = nil) async throws {
+        let kept = Set(base?.manifest.chunks.map(\.hash) ?? [])
+        var seen = Set<ChunkHash>()
+        let unknown = content.manifest.chunks.filter { !kept.contains($0.hash) && seen.insert($0.hash).inserted }
         let missing: [ChunkHash]
-        if content.size <= Self.unaskedBytes {
-            var seen = Set<ChunkHash>()
-            missing = content.manifest.chunks.map(\.hash).filter { seen.insert($0).inserted }
+        if unknown.reduce(0, { $0 + $1.size }) <= Self.unaskedBytes {
+            missing = unknown.map(\.hash)
         } else {
-            missing = try await service.missingChunks(content.manifest.chunks, in: container)
+            missing = try await service.missingChunks(unknown, in: container)
         }
         let pending = missing.reduce(Int64(0)) { $0 + (content.sources[$1]?.size ?? 0) }
         setTransfer(ItemTransfer(direction: .upload, completed: content.size - pending, total: content.size), of: item)
@@ -124,10 +126,15 @@ extension ContainerSync {
     func makeVersion(
         of id: ItemID, _ content: LocalContent, _ identity: LocalFileIdentity, basedOn: VersionID?
     ) -> VersionRecord {
+        // The date as the service keeps it (to the microsecond): a commit's answer may leave the version out, and
+        // this record then stands for it.
         VersionRecord(
             id: VersionID(uuid: newIdentifier()), itemID: id, manifest: content.manifest,
             contentHash: content.contentHash,
-            modificationDate: Date(timeIntervalSince1970: Double(identity.modified) / 1e9), savingDevice: device,
+            modificationDate: WireTimestamp.date(
+                microseconds: WireTimestamp.microseconds(
+                    of: Date(timeIntervalSince1970: Double(identity.modified) / 1e9))),
+            savingDevice: device,
             basedOn: basedOn)
     }
 }

@@ -7,7 +7,7 @@ extension ContainerSync {
     /// - Throws: ``ProtocolError/Code/itemNotFound`` for a path the engine does not know.
     public func versions(of path: ItemPath) async throws -> (current: VersionID?, versions: [VersionRecord]) {
         let item = try known(path)
-        let detail = try await service.item(item.id, in: container)
+        let detail = try await detail(of: item.id)
         return (detail.item.currentVersion, detail.versions)
     }
 
@@ -32,7 +32,7 @@ extension ContainerSync {
         var versions = try state.otherVersions(of: item.id)
         var online = true
         do {
-            let detail = try await service.item(item.id, in: container)
+            let detail = try await detail(of: item.id)
             current = detail.item.currentVersion
             versions = detail.versions.filter { $0.id != current }
         } catch let error as ProtocolError {

@@ -92,7 +92,7 @@ final class ItemRequestBatcher: Sendable {
     }
 
     /// Commits a version, in a batch with the others asked for meanwhile.
-    func commit(_ version: VersionRecord) async throws -> ItemResponse {
+    func commit(_ version: VersionPayload) async throws -> ItemResponse {
         try await submit(.commit(version))
     }
 
@@ -133,12 +133,16 @@ final class ItemRequestBatcher: Sendable {
 
     /// Roughly the bytes `operation` takes in a request: its manifest's chunks and the rest.
     static func estimatedSize(of operation: ItemBatchOperation) -> Int {
-        let version: VersionRecord? =
+        let references: Int =
             switch operation {
-            case .create(let request): request.version
-            case .commit(let version): version
+            case .create(let request): request.version?.manifest.chunks.count ?? 0
+            case .commit(let version):
+                switch version.content {
+                case .whole(let manifest): manifest.chunks.count
+                case .delta(let delta): delta.operations.count + delta.addedCount
+                }
             }
-        return 1024 + (version?.manifest.chunks.count ?? 0) * 128
+        return 1024 + references * 128
     }
 
     /// Sends `operations` as one batch; a batch the service finds too large (its limit may be lower than this

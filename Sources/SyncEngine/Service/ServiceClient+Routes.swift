@@ -27,9 +27,12 @@ extension ServiceClient {
         try await get(Self.path(container, "items"), as: ItemListResponse.self)
     }
 
-    /// An item and its kept versions.
-    public func item(_ id: ItemID, in container: ContainerID) async throws -> ItemDetail {
-        try await get(Self.path(container, "items/\(id)"), as: ItemDetail.self)
+    /// An item and its kept versions. With `have` (a version of the item this device holds), their manifests travel
+    /// as deltas against it where shorter, and are made whole here.
+    public func item(_ id: ItemID, have: VersionRecord? = nil, in container: ContainerID) async throws -> ItemDetail {
+        guard let have else { return try await get(Self.path(container, "items/\(id)"), as: ItemDetail.self) }
+        return try await get(Self.path(container, "items/\(id)?have=\(have.id)"), as: ItemDetailPayload.self)
+            .resolved(have: have)
     }
 
     /// Creates an item, optionally with its first version (whose chunks must be uploaded).
@@ -37,8 +40,8 @@ extension ServiceClient {
         try await send(.POST, Self.path(container, "items"), json: request, as: ItemResponse.self)
     }
 
-    /// Commits a new version of an item.
-    public func commit(_ version: VersionRecord, in container: ContainerID) async throws -> ItemResponse {
+    /// Commits a new version of an item, its manifest whole or as a delta against a version the service keeps.
+    public func commit(_ version: VersionPayload, in container: ContainerID) async throws -> ItemResponse {
         try await send(
             .POST, Self.path(container, "items/\(version.itemID)/versions"), json: version, as: ItemResponse.self)
     }

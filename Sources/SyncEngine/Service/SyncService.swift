@@ -7,12 +7,14 @@ import UbiquityProtocol
 public protocol SyncService: Sendable {
     /// Every item of the container, deleted ones included.
     func items(in container: ContainerID) async throws -> ItemListResponse
-    /// One item and its kept versions.
-    func item(_ id: ItemID, in container: ContainerID) async throws -> ItemDetail
+    /// One item and its kept versions; their manifests may travel as deltas against `have`, a version of the item
+    /// the engine holds (``ItemDetailPayload``), and come back whole.
+    func item(_ id: ItemID, have: VersionRecord?, in container: ContainerID) async throws -> ItemDetail
     /// Creates an item's record.
     func createItem(_ request: CreateItemRequest, in container: ContainerID) async throws -> ItemResponse
-    /// Commits a version whose chunks the service has.
-    func commit(_ version: VersionRecord, in container: ContainerID) async throws -> ItemResponse
+    /// Commits a version whose chunks the service has, its manifest whole or as a delta against a version of the
+    /// item the service keeps (answered then without the version when it is the one sent).
+    func commit(_ version: VersionPayload, in container: ContainerID) async throws -> ItemResponse
     /// Moves an item.
     func moveItem(_ id: ItemID, to path: ItemPath, in container: ContainerID) async throws -> ItemResponse
     /// Deletes an item, based on the version the caller last had.
@@ -43,6 +45,11 @@ public protocol SyncService: Sendable {
 }
 
 extension SyncService {
+    /// One item and its kept versions, every manifest whole.
+    public func item(_ id: ItemID, in container: ContainerID) async throws -> ItemDetail {
+        try await item(id, have: nil, in: container)
+    }
+
     /// One request per operation, in order: what a service without a batch route does, with the same answers.
     public func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerID) async throws
         -> ItemBatchResponse

@@ -36,8 +36,9 @@ public struct ItemBatchRequest: Hashable, Sendable, Codable {
 public enum ItemBatchOperation: Hashable, Sendable, Codable {
     /// Creates an item, with its first version when it has one (`POST …/items`).
     case create(CreateItemRequest)
-    /// Commits a new version of an item (`POST …/items/{item}/versions`).
-    case commit(VersionRecord)
+    /// Commits a new version of an item (`POST …/items/{item}/versions`), its manifest whole or as a delta against
+    /// a version of the item the service keeps.
+    case commit(VersionPayload)
 
     private enum CodingKeys: String, CodingKey {
         case create, commit
@@ -47,7 +48,7 @@ public enum ItemBatchOperation: Hashable, Sendable, Codable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         switch (container.contains(.create), container.contains(.commit)) {
         case (true, false): self = .create(try container.decode(CreateItemRequest.self, forKey: .create))
-        case (false, true): self = .commit(try container.decode(VersionRecord.self, forKey: .commit))
+        case (false, true): self = .commit(try container.decode(VersionPayload.self, forKey: .commit))
         default:
             throw ProtocolError(.malformedRequest, "a batch operation is either {\"create\": …} or {\"commit\": …}")
         }
@@ -115,4 +116,9 @@ public enum ItemBatchResult: Hashable, Sendable, Codable {
         if case .refused(let error) = self { return error }
         return nil
     }
+}
+
+extension ItemBatchOperation {
+    /// Commits `version`, its manifest whole.
+    public static func commit(_ version: VersionRecord) -> Self { .commit(VersionPayload(version)) }
 }

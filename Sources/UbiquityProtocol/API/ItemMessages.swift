@@ -98,6 +98,32 @@ public struct ItemDetail: Hashable, Sendable, Codable {
     }
 }
 
+/// `GET /v1/containers/{container}/items/{item}?have={version}`: an item and its kept versions, each version's
+/// manifest as a delta against the version the device holds (``VersionPayload``) where that is shorter — a device
+/// that holds one version of a large file reads the others in a few operations each.
+public struct ItemDetailPayload: Hashable, Sendable, Codable {
+    /// The item.
+    public var item: ItemRecord
+    /// Its kept versions, newest first.
+    public var versions: [VersionPayload]
+
+    /// `detail`, its manifests as deltas against `have` where shorter (whole without it).
+    public init(_ detail: ItemDetail, have: VersionRecord?) {
+        item = detail.item
+        versions = detail.versions.map { VersionPayload($0, against: have) }
+    }
+
+    /// The detail with whole manifests, the deltas applied to `have`.
+    /// - Throws: What ``VersionPayload/resolved(base:)`` throws: a delta against another version than `have`.
+    public func resolved(have: VersionRecord?) throws(ProtocolError) -> ItemDetail {
+        var records: [VersionRecord] = []
+        for version in versions {
+            records.append(try version.resolved { id in id == have?.id ? have?.manifest : nil })
+        }
+        return ItemDetail(item: item, versions: records)
+    }
+}
+
 /// `POST /v1/containers/{container}/chunks/missing`: which of these chunks must be uploaded.
 ///
 /// Sizes let the service refuse, before any chunk is sent, an upload that would exceed the account's quota.

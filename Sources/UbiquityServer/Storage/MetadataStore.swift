@@ -45,8 +45,12 @@ public protocol MetadataStore: Sendable {
 
     /// Creates an item, and commits its first version when the request has one.
     func createItem(_ request: CreateItemRequest, in container: ContainerKey) async throws -> ItemResponse
-    /// Commits a new version of an item (see ``ItemVersions`` for the rules).
-    func commit(_ version: VersionRecord, in container: ContainerKey) async throws -> ItemResponse
+    /// Commits a new version of an item (see ``ItemVersions`` for the rules), its manifest whole or as a delta
+    /// against a version of the item the store keeps. A commit sent as a delta is answered without the version when
+    /// the version is the one sent (made current or kept as a conflict): the device has it.
+    /// - Throws: ``ProtocolError/Code/unknownVersion`` when a delta's base is not a kept version of the item, and
+    ///   the codes of ``VersionPayload/resolved(base:)``.
+    func commit(_ version: VersionPayload, in container: ContainerKey) async throws -> ItemResponse
     /// Applies creates and commits in order, each as ``createItem(_:in:)`` or ``commit(_:in:)`` would: a refused one
     /// changes nothing and is answered with its error, the others still apply. A driver groups them into as few
     /// transactions as it can.
@@ -85,4 +89,11 @@ public protocol MetadataStore: Sendable {
     /// The whole store (without `since`) or the writes after `since`, tombstones included.
     /// - Throws: ``ProtocolError/Code/changeTokenExpired`` for a token this store did not give.
     func keyValues(in container: ContainerKey, since: ChangeToken?) async throws -> KeyValueChanges
+}
+
+extension MetadataStore {
+    /// Commits a version sent with its whole manifest.
+    public func commit(_ version: VersionRecord, in container: ContainerKey) async throws -> ItemResponse {
+        try await commit(VersionPayload(version), in: container)
+    }
 }

@@ -44,11 +44,14 @@ extension RouteEnvironment {
                     },
                     token: applied.last?.token))
         }
-        router.get("containers/{container}/items/{item}") { _, context -> Response in
+        router.get("containers/{container}/items/{item}") { request, context -> Response in
             let container = try context.container()
             let id = try context.parameters.identifier("item", as: ItemID.self)
+            let have = try request.uri.queryParameters["have"].map { try VersionID(String($0)) }
             guard let detail = try await store.item(id, in: container) else { throw Self.notFound(id, container) }
-            return try json(detail)
+            // With `have` (a version the device holds), each manifest travels as a delta against it where shorter.
+            guard let have else { return try json(detail) }
+            return try json(ItemDetailPayload(detail, have: detail.versions.first { $0.id == have }))
         }
         router.patch("containers/{container}/items/{item}") { request, context -> Response in
             let container = try context.container()
@@ -75,7 +78,7 @@ extension RouteEnvironment {
         router.post("containers/{container}/items/{item}/versions") { request, context -> Response in
             let container = try context.container()
             let id = try context.parameters.identifier("item", as: ItemID.self)
-            var version = try await decode(VersionRecord.self, from: request)
+            var version = try await decode(VersionPayload.self, from: request)
             guard version.itemID == id else {
                 throw ProtocolError(.invalidRecord, "the version names item \(version.itemID), not \(id)")
             }

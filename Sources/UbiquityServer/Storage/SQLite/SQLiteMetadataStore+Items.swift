@@ -27,7 +27,7 @@ extension SQLiteMetadataStore {
         }
     }
 
-    public func commit(_ version: VersionRecord, in container: ContainerKey) async throws -> ItemResponse {
+    public func commit(_ version: VersionPayload, in container: ContainerKey) async throws -> ItemResponse {
         let now = clock()
         let retention = retention
         return try await committer.write { db in
@@ -69,11 +69,14 @@ extension SQLiteMetadataStore {
     }
 
     private static func commit(
-        _ version: VersionRecord, in container: ContainerKey, db: Database, retention: VersionRetention, now: Date
+        _ payload: VersionPayload, in container: ContainerKey, db: Database, retention: VersionRetention, now: Date
     ) throws -> ItemResponse {
-        let item = try loadExisting(version.itemID, in: container, db: db)
+        let item = try loadExisting(payload.itemID, in: container, db: db)
+        let version = try payload.resolved { item.versions.versions[$0]?.manifest }
         try check(version, fits: item.record.kind, of: item.record.id)
-        return try commit(version, to: item, in: container, db: db, retention: retention, now: now)
+        var response = try commit(version, to: item, in: container, db: db, retention: retention, now: now)
+        if payload.deltaBase != nil, response.version?.id == version.id { response.version = nil }
+        return response
     }
 
     private static func createItem(
