@@ -65,7 +65,7 @@ public struct ManifestDelta: Hashable, Sendable, Codable {
                 guard from >= 0, count > 0, from <= base.count, count <= base.count - from else {
                     throw ProtocolError(
                         .invalidManifest,
-                        "a delta copies chunks \(from) to \(from + count) of a base holding \(base.count)")
+                        "a delta copies \(count) chunk(s) from \(from) of a base holding \(base.count)")
                 }
                 guard chunks.count + count <= limit else {
                     throw ProtocolError(.invalidManifest, "a delta rebuilds more than \(limit) chunks")

@@ -319,6 +319,51 @@ struct StorageContractTests {
     }
 
     @Test(
+        "items: a commit's manifest as a delta against a kept version is stored whole; a delta that does not apply is refused and changes nothing",
+        arguments: StorageDriverKind.allCases)
+    func deltaCommits(driver: StorageDriverKind) async throws {
+        try await driver.withStores { storage in
+            let scene = try await StorageScene.make(storage)
+            let large = try await scene.uploadedContent(sizes: Array(repeating: 100, count: 40))
+            let id = ItemID()
+            let first = scene.version(of: id, large, at: 0, basedOn: nil)
+            _ = try await scene.create("Documents/Big.bin", id: id, version: first)
+            let inserted = try await scene.uploadedContent(sizes: [7])
+            var chunks = large.chunks
+            chunks.insert(inserted.chunks[0], at: 20)
+            let edit = scene.version(
+                of: id, Content(chunks: chunks, hash: Fixtures.randomHash()), at: 10, basedOn: first.id)
+            let payload = VersionPayload(edit, against: first)
+            #expect(payload.deltaBase == first.id)
+
+            // Against a version the item does not keep, or rebuilding more bytes than it says: refused, no change.
+            let before = try await scene.snapshot()
+            var stranger = payload
+            stranger.content = .delta(ManifestDelta(from: large.chunks, baseID: VersionID(), to: chunks))
+            await expectError(.unknownVersion) { try await scene.metadata.commit(stranger, in: scene.container) }
+            var oversized = payload
+            oversized.size += 1
+            await expectError(.invalidRecord) { try await scene.metadata.commit(oversized, in: scene.container) }
+            var missing = payload
+            let absent = ChunkReference(hash: Fixtures.randomHash(), size: 7)
+            missing.content = .delta(ManifestDelta(from: large.chunks, baseID: first.id, to: large.chunks + [absent]))
+            missing.size = first.size + 7
+            let refused = await expectError(.chunksMissing) {
+                try await scene.metadata.commit(missing, in: scene.container)
+            }
+            #expect(refused?.missingChunks == [absent.hash])
+            #expect(try await scene.snapshot() == before, "nothing changed")
+
+            // Applied: stored with its whole manifest; the answer leaves out the version the device sent.
+            let committed = try await scene.metadata.commit(payload, in: scene.container)
+            #expect(committed.outcome == .current)
+            #expect(committed.version == nil)
+            #expect(committed.item.currentVersion == edit.id)
+            #expect(try await scene.detail(id).versions == [edit, first])
+        }
+    }
+
+    @Test(
         "conflicts: two commits from the same base keep both; the later date (then the greater id) is current, in any order",
         arguments: StorageDriverKind.allCases)
     func concurrentCommits(driver: StorageDriverKind) async throws {
