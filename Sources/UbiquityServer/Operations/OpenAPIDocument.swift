@@ -64,8 +64,11 @@ public enum OpenAPIDocument {
             summary: "Create items and commit versions, up to 1,000 in order, each applied or refused on its own",
             request: "ItemBatchRequest", response: "ItemBatchResponse", errors: [400, 403, 413]),
         Operation(
-            method: "GET", path: items + "/{item}", summary: "An item and its kept versions", response: "ItemDetail",
-            errors: [404]),
+            method: "GET", path: items + "/{item}",
+            summary: "An item and its kept versions; with have=, each manifest as a delta against that version "
+                + "(manifestDelta in place of manifest) where shorter",
+            response: "ItemDetail",
+            query: [("have", "a version of the item the device holds")], errors: [400, 404]),
         Operation(
             method: "PATCH", path: items + "/{item}", summary: "Rename or move an item (no content is uploaded)",
             request: "MoveItemRequest", response: "ItemResponse", errors: [404, 409]),
@@ -78,7 +81,9 @@ public enum OpenAPIDocument {
             response: "VersionList", errors: [404]),
         Operation(
             method: "POST", path: items + "/{item}/versions",
-            summary: "Commit a new version; a stale base makes a conflict version, identical content changes nothing",
+            summary: "Commit a new version; a stale base makes a conflict version, identical content changes nothing; "
+                + "the manifest may be a manifestDelta against a kept version of the item (then the answer leaves "
+                + "out the version when it is the one sent)",
             request: "VersionRecord", status: 201, response: "ItemResponse", errors: [400, 404, 409]),
         Operation(
             method: "GET", path: items + "/{item}/versions/{version}", summary: "One version",
