@@ -82,10 +82,15 @@ extension EngineHistory {
         String(url.path.dropFirst(device.layout.folder.path.count + 1))
     }
 
-    /// A new content, always the same length (so edits in place keep the size).
+    /// A new content, always the same length in a history (so edits in place keep the size): a few bytes, or with
+    /// small chunks a line of them whose tail every content shares (so a new version's manifest is mostly its
+    /// base's).
     func newContent(_ device: Device) -> [UInt8] {
         saveCounter += 1
         let text = "d\(device.index)s\(saveCounter)"
-        return Array((text + String(repeating: ".", count: max(0, 12 - text.count))).utf8)
+        let length = usesSmallChunks ? 96 : 12
+        let tail = usesSmallChunks ? " the shared tail of every line, cut into a few chunks" : ""
+        let padding = String(repeating: ".", count: max(0, length - text.count - tail.count))
+        return Array((text + padding + tail).utf8)
     }
 }

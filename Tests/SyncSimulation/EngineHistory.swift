@@ -34,6 +34,9 @@ public final class EngineHistory: @unchecked Sendable {
         public var staleChecks = false
         /// Requests and answers go through JSON, as on the wire (`nil`: in every other history, by seed).
         public var wireFormat: Bool? = nil
+        /// Files are cut into chunks of a few bytes, and contents are long enough to hold several, so a save of a
+        /// file others hold goes up as a manifest delta against its base (`nil`: in every third history, by seed).
+        public var smallChunks: Bool? = nil
 
         /// The defaults.
         public init() {}
@@ -134,6 +137,14 @@ public final class EngineHistory: @unchecked Sendable {
     static let unusedClient = ServiceClient(baseURL: "http://simulated.invalid")
 
     /// A history for `seed`.
+    /// Whether this history cuts files into small chunks (``Configuration/smallChunks``).
+    var usesSmallChunks: Bool { configuration.smallChunks ?? (seed % 3 == 1) }
+
+    /// Chunks of 2 to 32 bytes, about 8 on average.
+    static let smallChunker = FileChunker(
+        chunker: try! FastCDC(
+            FastCDC.Configuration(minimumSize: 2, averageSize: 8, maximumSize: 32, normalizationLevel: 1)))
+
     public init(seed: UInt64, configuration: Configuration = Configuration()) throws {
         self.seed = seed
         self.configuration = configuration
@@ -198,7 +209,9 @@ public final class EngineHistory: @unchecked Sendable {
             try await self.send(label, work, from: device, by: holder)
         }
         let configuration = ContainerSync.Configuration(
-            eagerDownloadLimit: 1 << 20, disk: self.configuration.staleChecks ? StaleDisk(disk) : disk,
+            eagerDownloadLimit: 1 << 20,
+            chunker: usesSmallChunks ? Self.smallChunker : FileChunker(),
+            disk: self.configuration.staleChecks ? StaleDisk(disk) : disk,
             makeIdentifier: { [unowned self] in self.random.uuid() }, taskExecutor: executor)
         // A killed engine's lock was let go (unlocked, not only closed), so a new engine takes it at once.
         let sync = try ContainerSync(

@@ -848,7 +848,8 @@ public struct SimulatedSyncService: SyncService {
     }
 
     public func commit(_ version: VersionPayload, in container: ContainerID) async throws -> ItemResponse {
-        try await call("commit \(version.id) of \(version.itemID)", in: container) {
+        let form = version.deltaBase.map { " as a delta against \($0)" } ?? ""
+        return try await call("commit \(version.id) of \(version.itemID)\(form)", in: container) {
             var received = try self.received(version)
             if let device { received.savingDevice = device }
             return try answered(try world.commit(received))

@@ -107,9 +107,16 @@ extension ContainerSync {
             }
             for id in touched {
                 // Asked in the item's lane: an answer older than an operation's outcome never overwrites it. This
-                // device's own new items, heard back, are not asked about (``shows(_:_:)``).
+                // device's own new items and first versions, heard back, are not asked about (``shows(_:_:_:)``),
+                // nor is a new item whose creation is all the page says of it (``created(alone:)``).
                 try await inLane(id) {
-                    if let known = try state.record(id), Self.shows(changes[id] ?? [], known.observation.remote) {
+                    let itemChanges = changes[id] ?? []
+                    if let known = try state.record(id) {
+                        let remote = known.observation.remote
+                        let current = try remote?.version.flatMap { _ in try state.currentVersionRecord(of: id) }
+                        if Self.shows(itemChanges, remote, current) { return }
+                    } else if let created = Self.created(alone: itemChanges) {
+                        try observe(ItemDetail(item: created, versions: []))
                         return
                     }
                     try observe(try await detail(of: id))
@@ -121,22 +128,34 @@ extension ContainerSync {
         }
     }
 
-    /// Whether `changes` (one page's, of one item) are only the item's creation, with or without its first version,
-    /// and the service's record as last heard (`remote`) shows them: this device's own new item, heard back. Nothing
-    /// else is taken as known without asking: a commit over a version this device never had makes that version a
-    /// conflict version without a change of its own in the feed, so only the item's versions tell it.
-    static func shows(_ changes: [Change], _ remote: RemoteView?) -> Bool {
+    /// Whether `changes` (one page's, of one item) are only the item's creation and its first version, and the
+    /// service's record as last heard (`remote`, its current version's record `current`) shows them: this device's
+    /// own new item, heard back, in one page or in two. Nothing else is taken as known without asking: a commit over
+    /// a version this device never had makes that version a conflict version without a change of its own in the
+    /// feed, and a commit over the current version makes it a version of the item's history, so only the item's
+    /// versions tell it. A first version is made over none: whatever it displaced has a change of its own.
+    static func shows(_ changes: [Change], _ remote: RemoteView?, _ current: VersionRecord?) -> Bool {
         guard let remote, !remote.isDeleted else { return false }
         var created = false
+        var namesCurrent = false
         for change in changes {
             switch change {
             case .itemCreated: created = true
             case .itemChanged(_, let version), .versionAdded(_, let version):
                 guard remote.version == version else { return false }
+                namesCurrent = true
             case .itemMoved, .itemDeleted, .versionResolved, .versionRemoved: return false
             }
         }
-        return created
+        let isFirst = current.map { $0.id == remote.version && $0.basedOn == nil } ?? false
+        return created || (namesCurrent && isFirst)
+    }
+
+    /// The service's record of an item heard of for the first time, when all `changes` (one page's) say is that it
+    /// was made: its path and kind, no version yet — what asking would answer as of the page.
+    static func created(alone changes: [Change]) -> ItemRecord? {
+        guard changes.count == 1, case .itemCreated(let id, let path, let kind) = changes[0] else { return nil }
+        return ItemRecord(id: id, path: path, kind: kind)
     }
 
     /// The service's feed token key in the state database.
