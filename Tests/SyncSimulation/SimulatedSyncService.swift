@@ -839,6 +839,25 @@ public struct SimulatedSyncService: SyncService {
         }
     }
 
+    public func items(_ asked: [(id: ItemID, have: VersionRecord?)], in container: ContainerID) async throws
+        -> [ItemDetail]
+    {
+        try await call("details of \(asked.count) item(s)", in: container) {
+            // One request, one moment of the world, as the real route reads them.
+            let request = try received(ItemDetailsRequest(items: asked.map { .init(id: $0.id, have: $0.have?.id) }))
+            var found: [ItemDetailPayload] = []
+            for entry in request.items {
+                guard let detail = try? world.item(entry.id) else { continue }
+                let have = entry.have.flatMap { have in detail.versions.first { $0.id == have } }
+                found.append(ItemDetailPayload(detail, have: have))
+            }
+            let held = Dictionary(asked.compactMap { entry in entry.have.map { (entry.id, $0) } }) { first, _ in first }
+            return try answered(ItemDetailsResponse(items: found)).items.map { payload in
+                try payload.resolved(have: held[payload.item.id])
+            }
+        }
+    }
+
     public func createItem(_ request: CreateItemRequest, in container: ContainerID) async throws -> ItemResponse {
         try await call("create \(request.id) at \(request.path)", in: container) {
             var received = try self.received(request)

@@ -105,27 +105,61 @@ extension ContainerSync {
                 if changes[change.itemID] == nil { touched.append(change.itemID) }
                 changes[change.itemID, default: []].append(change)
             }
+            // The items the page leaves to ask about, asked for together; each is then observed in its lane, from
+            // the answer only if its record did not change since before the question (else asked again there: an
+            // answer older than an operation's outcome never overwrites it).
+            var asked: [ItemID: StoredItem?] = [:]
+            var question: [(id: ItemID, have: VersionRecord?)] = []
             for id in touched {
-                // Asked in the item's lane: an answer older than an operation's outcome never overwrites it. This
-                // device's own new items and first versions, heard back, are not asked about (``shows(_:_:_:)``),
-                // nor is a new item whose creation is all the page says of it (``created(alone:)``).
+                let known = try state.record(id)
+                guard case .ask = try knowledge(of: id, known, changes[id] ?? []) else { continue }
+                asked.updateValue(known, forKey: id)
+                question.append((id, try known.flatMap { _ in try state.currentVersionRecord(of: id) }))
+            }
+            var answers: [ItemID: ItemDetail] = [:]
+            if question.count > 1 {
+                for detail in try await service.items(question, in: container) { answers[detail.item.id] = detail }
+            }
+            for id in touched {
                 try await inLane(id) {
-                    let itemChanges = changes[id] ?? []
-                    if let known = try state.record(id) {
-                        let remote = known.observation.remote
-                        let current = try remote?.version.flatMap { _ in try state.currentVersionRecord(of: id) }
-                        if Self.shows(itemChanges, remote, current) { return }
-                    } else if let created = Self.created(alone: itemChanges) {
-                        try observe(ItemDetail(item: created, versions: []))
+                    let known = try state.record(id)
+                    if let answer = answers[id], let before = asked[id], before == known {
+                        try observe(answer)
                         return
                     }
-                    try observe(try await detail(of: id))
+                    switch try knowledge(of: id, known, changes[id] ?? []) {
+                    case .known: break
+                    case .created(let record): try observe(ItemDetail(item: record, versions: []))
+                    case .ask: try observe(try await detail(of: id))
+                    }
                 }
             }
             token = page.nextToken
             try state.setValue(page.nextToken.string, forKey: Self.feedTokenKey)
             if !page.hasMore { break }
         }
+    }
+
+    /// What one page's `changes` of item `id` leave this device to learn.
+    enum FeedKnowledge {
+        /// Nothing: its record shows them (this device's own new item or first version, heard back:
+        /// ``shows(_:_:_:)``).
+        case known
+        /// A new item whose creation is all the page says of it: the service's record is the change's
+        /// (``created(alone:)``).
+        case created(ItemRecord)
+        /// The rest: the service is asked.
+        case ask
+    }
+
+    /// What one page's `changes` of item `id` (its record `known`) leave this device to learn.
+    private func knowledge(of id: ItemID, _ known: StoredItem?, _ changes: [Change]) throws -> FeedKnowledge {
+        if let known {
+            let remote = known.observation.remote
+            let current = try remote?.version.flatMap { _ in try state.currentVersionRecord(of: id) }
+            return Self.shows(changes, remote, current) ? .known : .ask
+        }
+        return Self.created(alone: changes).map(FeedKnowledge.created) ?? .ask
     }
 
     /// Whether `changes` (one page's, of one item) are only the item's creation and its first version, and the

@@ -35,6 +35,19 @@ extension ServiceClient {
             .resolved(have: have)
     }
 
+    /// The details of several items (at most ``ItemDetailsRequest/maximumItems``) in one request, each with its
+    /// manifests as deltas against the version of it named as held, made whole here; items the container lacks are
+    /// left out.
+    public func items(_ asked: [(id: ItemID, have: VersionRecord?)], in container: ContainerID) async throws
+        -> [ItemDetail]
+    {
+        let held = Dictionary(asked.compactMap { entry in entry.have.map { (entry.id, $0) } }) { first, _ in first }
+        let request = ItemDetailsRequest(items: asked.map { .init(id: $0.id, have: $0.have?.id) })
+        return try await send(
+            .POST, Self.path(container, "items/details"), json: request, as: ItemDetailsResponse.self
+        ).items.map { payload in try payload.resolved(have: held[payload.item.id]) }
+    }
+
     /// Creates an item, optionally with its first version (whose chunks must be uploaded).
     public func createItem(_ request: CreateItemRequest, in container: ContainerID) async throws -> ItemResponse {
         try await send(.POST, Self.path(container, "items"), json: request, as: ItemResponse.self)

@@ -10,6 +10,9 @@ public protocol SyncService: Sendable {
     /// One item and its kept versions; their manifests may travel as deltas against `have`, a version of the item
     /// the engine holds (``ItemDetailPayload``), and come back whole.
     func item(_ id: ItemID, have: VersionRecord?, in container: ContainerID) async throws -> ItemDetail
+    /// The details of several items in one request, each with the version of it the engine holds (its manifests
+    /// travel as deltas against it); an item the service lacks is left out.
+    func items(_ asked: [(id: ItemID, have: VersionRecord?)], in container: ContainerID) async throws -> [ItemDetail]
     /// Creates an item's record.
     func createItem(_ request: CreateItemRequest, in container: ContainerID) async throws -> ItemResponse
     /// Commits a version whose chunks the service has, its manifest whole or as a delta against a version of the

@@ -143,3 +143,55 @@ public struct MissingChunksResponse: Hashable, Sendable, Codable {
     /// Creates a response.
     public init(missing: [ChunkHash]) { self.missing = missing }
 }
+
+/// `POST /v1/containers/{container}/items/details`: the details of many items in one request — a device that hears
+/// of a page of new items asks for them together, not one request each.
+///
+/// ```json
+/// {"items": [{"id": "…"}, {"id": "…", "have": "…"}]}
+/// ```
+public struct ItemDetailsRequest: Hashable, Sendable, Codable {
+    /// One item asked for, with the version of it the device holds (its manifests then travel as deltas, as with
+    /// `GET …/items/{item}?have=`).
+    public struct Entry: Hashable, Sendable, Codable {
+        /// The item.
+        public var id: ItemID
+        /// A version of it the device holds.
+        public var have: VersionID?
+
+        /// Creates an entry.
+        public init(id: ItemID, have: VersionID? = nil) {
+            self.id = id
+            self.have = have
+        }
+    }
+
+    /// The most items one request may ask for.
+    public static let maximumItems = 1_000
+
+    /// The items, in any order; each is answered once.
+    public var items: [Entry]
+
+    /// Creates a request.
+    public init(items: [Entry]) { self.items = items }
+
+    /// Checks the request's size: at least one item, at most ``maximumItems``.
+    /// - Throws: ``ProtocolError/Code/malformedRequest``.
+    public func validate() throws(ProtocolError) {
+        guard !items.isEmpty else { throw ProtocolError(.malformedRequest, "the request asks for no items") }
+        guard items.count <= Self.maximumItems else {
+            throw ProtocolError(
+                .malformedRequest, "the request asks for \(items.count) items, more than \(Self.maximumItems)")
+        }
+    }
+}
+
+/// The answer to an ``ItemDetailsRequest``: the details of the items the container has, in the order asked; an
+/// item it does not have is left out.
+public struct ItemDetailsResponse: Hashable, Sendable, Codable {
+    /// The details found.
+    public var items: [ItemDetailPayload]
+
+    /// Creates an answer.
+    public init(items: [ItemDetailPayload]) { self.items = items }
+}

@@ -70,6 +70,11 @@ public enum OpenAPIDocument {
             response: "ItemDetail",
             query: [("have", "a version of the item the device holds")], errors: [400, 404]),
         Operation(
+            method: "POST", path: items + "/details",
+            summary: "The details of up to 1,000 items in one request, each with its manifests as deltas against "
+                + "the version named as held; items the container lacks are left out",
+            request: "ItemDetailsRequest", response: "ItemDetailsResponse", errors: [400, 403]),
+        Operation(
             method: "PATCH", path: items + "/{item}", summary: "Rename or move an item (no content is uploaded)",
             request: "MoveItemRequest", response: "ItemResponse", errors: [404, 409]),
         Operation(
@@ -84,7 +89,7 @@ public enum OpenAPIDocument {
             summary: "Commit a new version; a stale base makes a conflict version, identical content changes nothing; "
                 + "the manifest may be a manifestDelta against a kept version of the item (then the answer leaves "
                 + "out the version when it is the one sent)",
-            request: "VersionRecord", status: 201, response: "ItemResponse", errors: [400, 404, 409]),
+            request: "VersionPayload", status: 201, response: "ItemResponse", errors: [400, 404, 409]),
         Operation(
             method: "GET", path: items + "/{item}/versions/{version}", summary: "One version",
             response: "VersionRecord",

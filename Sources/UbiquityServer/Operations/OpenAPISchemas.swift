@@ -74,6 +74,50 @@ enum OpenAPISchemas {
                     "id", "itemID", "manifest", "size", "contentHash", "modificationDate", "savingDevice",
                     "isConflict", "isResolved",
                 ]),
+            "VersionPayload": [
+                "description":
+                    "A VersionRecord whose manifest may instead be a manifestDelta against a version the receiver "
+                    + "holds",
+                "oneOf": [
+                    ref("VersionRecord"),
+                    object(
+                        [
+                            "id": uuid, "itemID": uuid, "manifestDelta": ref("ManifestDelta"), "size": integer,
+                            "contentHash": hash, "modificationDate": timestamp, "savingDevice": ref("SavingDevice"),
+                            "basedOn": uuid, "isConflict": boolean, "isResolved": boolean,
+                        ],
+                        required: [
+                            "id", "itemID", "manifestDelta", "size", "contentHash", "modificationDate",
+                            "savingDevice", "isConflict", "isResolved",
+                        ]),
+                ],
+            ],
+            "ManifestDelta": object(
+                [
+                    "base": uuid,
+                    "ops": array([
+                        "oneOf": [
+                            object(
+                                ["copy": object(["from": integer, "count": integer], required: ["from", "count"])],
+                                required: ["copy"]),
+                            object(["add": array(ref("ChunkReference"))], required: ["add"]),
+                        ]
+                    ]),
+                ], required: ["base", "ops"]),
+            "ItemDetailsRequest": object(
+                [
+                    "items": [
+                        "type": "array", "minItems": 1, "maxItems": 1_000,
+                        "items": object(["id": uuid, "have": uuid], required: ["id"]),
+                    ]
+                ], required: ["items"]),
+            "ItemDetailsResponse": object(
+                [
+                    "items": array(
+                        object(
+                            ["item": ref("ItemRecord"), "versions": array(ref("VersionPayload"))],
+                            required: ["item", "versions"]))
+                ], required: ["items"]),
             "VersionList": array(ref("VersionRecord")),
             "ItemRecord": object(
                 ["id": uuid, "path": path, "kind": kind, "currentVersion": uuid, "isDeleted": boolean],
@@ -85,7 +129,7 @@ enum OpenAPISchemas {
                         "items": [
                             "oneOf": [
                                 object(["create": ref("CreateItemRequest")], required: ["create"]),
-                                object(["commit": ref("VersionRecord")], required: ["commit"]),
+                                object(["commit": ref("VersionPayload")], required: ["commit"]),
                             ]
                         ],
                     ]
@@ -114,7 +158,7 @@ enum OpenAPISchemas {
             "ItemListResponse": object(
                 ["items": array(ref("ItemRecord")), "token": string], required: ["items", "token"]),
             "ItemDetail": object(
-                ["item": ref("ItemRecord"), "versions": array(ref("VersionRecord"))], required: ["item", "versions"]),
+                ["item": ref("ItemRecord"), "versions": array(ref("VersionPayload"))], required: ["item", "versions"]),
             "MissingChunksRequest": object(["chunks": array(ref("ChunkReference"))], required: ["chunks"]),
             "MissingChunksResponse": object(["missing": array(hash)], required: ["missing"]),
             "ChunkBatchResponse": object(["received": integer], required: ["received"]),

@@ -79,6 +79,9 @@ struct MetadataQueryUpdateTests {
             // All three heard, one after the other: the first started the interval's timer, on the query's clock.
             #expect(await eventually(.seconds(40)) { query.untoldChangeCount == names.count })
             #expect(recorder.updates.isEmpty, "the interval has not passed")
+            // The timer's task may not have begun its sleep yet when the changes come close together: the clock is
+            // moved once it has, or the move would pass before the sleep was asked for.
+            #expect(await clock.waitForSleepers(1), "the interval's timer sleeps on the query's clock")
             clock.advance(by: .seconds(5))
             #expect(await eventually { !recorder.updates.isEmpty })
             #expect(recorder.updates.count == 1 && Set(recorder.updates[0].added) == Set(names), "\(recorder.updates)")

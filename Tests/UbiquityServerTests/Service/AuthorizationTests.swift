@@ -107,6 +107,10 @@ struct AuthorizationTests {
                     #expect(
                         batch.results.map(\.error?.code) == [.chunksMissing, .itemNotFound], "\(label): \(answer.text)")
                     #expect(batch.token == nil, "\(label): \(answer.text)")
+                case "POST /v1/containers/{container}/items/details":
+                    // Ada's item, asked for by id with one of its versions as held: Bob's container has none.
+                    let details = try answer.decode(ItemDetailsResponse.self)
+                    #expect(details.items.isEmpty, "\(label): \(answer.text)")
                 case "GET /v1/containers/{container}/items/{item}",
                     "PATCH /v1/containers/{container}/items/{item}",
                     "DELETE /v1/containers/{container}/items/{item}",
@@ -429,6 +433,8 @@ struct AuthorizationTests {
                             id: seed.item, path: try ItemPath("Documents/Intruder.txt"), kind: .file, version: created)),
                     .commit(committed),
                 ]))
+        case "POST /v1/containers/{container}/items/details":
+            body = try json(ItemDetailsRequest(items: [.init(id: seed.item, have: seed.old.id)]))
         case "PATCH /v1/containers/{container}/items/{item}":
             body = try json(MoveItemRequest(path: try ItemPath("Documents/Moved.txt")))
         case "DELETE /v1/containers/{container}/items/{item}":

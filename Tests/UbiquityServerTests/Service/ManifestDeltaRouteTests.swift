@@ -71,6 +71,24 @@ struct ManifestDeltaRouteTests {
             #expect(refused.error?.code == .unknownVersion, "\(refused.text)")
             #expect(
                 try await laptop.send(.get, laptop.path("items/\(created.item.id)")).decode(ItemDetail.self) == plain)
+
+            // Many items' details in one request, in the order asked, each once; an unknown one left out.
+            let asked = ItemDetailsRequest(items: [
+                .init(id: id, have: first.id), .init(id: ItemID()), .init(id: other.item.id), .init(id: id),
+            ])
+            let details = try await desktop.send(.post, desktop.path("items/details"), json: asked)
+            #expect(details.status == .ok, "\(details.text)")
+            let found = try details.decode(ItemDetailsResponse.self)
+            #expect(found.items.map(\.item.id) == [id, other.item.id])
+            #expect(try found.items.first?.resolved(have: first) == plain)
+            #expect(details.body.count * 10 < 2 * whole, "the details are \(details.body.count) bytes")
+            for refused in [
+                ItemDetailsRequest(items: []),
+                ItemDetailsRequest(items: Array(repeating: .init(id: id), count: ItemDetailsRequest.maximumItems + 1)),
+            ] {
+                let answer = try await desktop.send(.post, desktop.path("items/details"), json: refused)
+                #expect(answer.error?.code == .malformedRequest, "\(answer.text)")
+            }
         }
     }
 }

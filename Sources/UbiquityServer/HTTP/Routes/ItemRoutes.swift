@@ -44,6 +44,19 @@ extension RouteEnvironment {
                     },
                     token: applied.last?.token))
         }
+        router.post("containers/{container}/items/details") { request, context -> Response in
+            let container = try context.container()
+            let body = try await decode(ItemDetailsRequest.self, from: request)
+            try body.validate()
+            var found: [ItemDetailPayload] = []
+            var answered = Set<ItemID>()
+            for entry in body.items where answered.insert(entry.id).inserted {
+                guard let detail = try await store.item(entry.id, in: container) else { continue }
+                let have = entry.have.flatMap { have in detail.versions.first { $0.id == have } }
+                found.append(ItemDetailPayload(detail, have: have))
+            }
+            return try json(ItemDetailsResponse(items: found))
+        }
         router.get("containers/{container}/items/{item}") { request, context -> Response in
             let container = try context.container()
             let id = try context.parameters.identifier("item", as: ItemID.self)
