@@ -165,7 +165,7 @@ extension ContainerSync {
             offsets.append(position)
             position += chunk.size
         }
-        let (service, container, state, folder, disk) = (service, container, state, layout.folder, disk)
+        let (chunkRequests, state, folder, disk) = (chunkRequests, state, layout.folder, disk)
         let window = Self.transferWindow
         let prefix = whole
         let hasher = try await withThrowingTaskGroup(of: (Int, Data).self) { group in
@@ -184,7 +184,7 @@ extension ContainerSync {
                         (
                             number,
                             try await Self.fetch(
-                                chunk, service: service, container: container, state: state, folder: folder,
+                                chunk, requests: chunkRequests, state: state, folder: folder,
                                 disk: disk)
                         )
                     }
@@ -206,17 +206,31 @@ extension ContainerSync {
         return try ChunkHash(digest: hasher.finalize())
     }
 
-    /// The bytes of one chunk, checked against its hash: from a local file that has it, else from the service.
+    /// The most chunks, and about the most bytes, one download request asks for.
+    static let chunkBatchCount = 64
+    static let chunkBatchBytes = 4 << 20
+
+    /// Sends the chunk downloads asked for at the same time as one request (``SyncService/downloadChunks(_:in:)``);
+    /// a chunk the service lacks is refused alone.
+    static func chunkBatcher(service: any SyncService, container: ContainerID) -> RequestBatcher<ChunkReference, Data> {
+        RequestBatcher(maximumCount: chunkBatchCount, maximumBytes: chunkBatchBytes, size: { Int($0.size) }) {
+            chunks in
+            let found = try await service.downloadChunks(chunks, in: container)
+            return chunks.map { chunk in
+                found[chunk.hash].map { .success($0) }
+                    ?? .failure(ProtocolError(.chunkNotFound, "the service has no chunk \(chunk.hash)"))
+            }
+        }
+    }
+
+    /// The bytes of one chunk, checked against its hash: from a local file that has it, else from the service (in
+    /// a request with the other operations' chunks asked for meanwhile).
     private static func fetch(
-        _ chunk: ChunkReference, service: any SyncService, container: ContainerID, state: LocalStateStore, folder: URL,
+        _ chunk: ChunkReference, requests: RequestBatcher<ChunkReference, Data>, state: LocalStateStore, folder: URL,
         disk: any LocalDisk
     ) async throws -> Data {
         if let bytes = try localCopy(of: chunk, state: state, folder: folder, disk: disk) { return bytes }
-        var bytes = Data()
-        bytes.reserveCapacity(Int(chunk.size))
-        try await service.downloadChunk(chunk.hash, in: container) { piece in
-            bytes.append(contentsOf: piece.readableBytesView)
-        }
+        let bytes = try await requests.submit(chunk)
         guard (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash else {
             throw ProtocolError(.chunkHashMismatch, "chunk \(chunk.hash) arrived with other bytes")
         }

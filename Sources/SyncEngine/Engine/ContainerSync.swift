@@ -58,6 +58,9 @@ public actor ContainerSync {
     public nonisolated let service: any SyncService
     /// The item creations and commits of concurrent operations, sent to `service` together.
     nonisolated let itemRequests: ItemRequestBatcher
+    /// The chunk downloads of concurrent operations (many small files, a large file's next chunks), sent to
+    /// `service` together.
+    nonisolated let chunkRequests: RequestBatcher<ChunkReference, Data>
     /// This device, as versions name it.
     public nonisolated let device: SavingDevice
     /// How content is treated.
@@ -100,6 +103,7 @@ public actor ContainerSync {
         self.client = client
         self.service = service ?? client
         self.itemRequests = ItemRequestBatcher(service: service ?? client, container: layout.container)
+        self.chunkRequests = Self.chunkBatcher(service: service ?? client, container: layout.container)
         self.device = device
         self.configuration = configuration
         self.state = try state ?? LocalStateStore(url: layout.stateDatabase)

@@ -150,6 +150,32 @@ extension ServiceClient {
         try Self.check(response.status, try await response.body.collect(upTo: 1 << 20))
     }
 
+    /// Downloads several chunks (at most ``ChunkFetchRequest/maximumChunks``) in one request; a chunk the account
+    /// lacks is left out. The bytes are not checked against their hashes here.
+    /// - Throws: ``ProtocolError/Code/malformedRequest`` for an answer that is not a ``ChunkBatch`` of chunks asked
+    ///   for.
+    public func downloadChunks(_ chunks: [ChunkReference], in container: ContainerID) async throws
+        -> [ChunkHash: Data]
+    {
+        let body = ByteBuffer(bytes: try JSONEncoder().encode(ChunkFetchRequest(hashes: chunks.map(\.hash))))
+        let limit = chunks.reduce(0) { $0 + ChunkBatch.headerBytes + Int($1.size) } + (1 << 20)
+        var answer = try await send(.POST, Self.path(container, "chunks/fetch"), body: body, limit: limit)
+        let asked = Set(chunks.map(\.hash))
+        var found: [ChunkHash: Data] = [:]
+        while answer.readableBytes > 0 {
+            guard let header = answer.readBytes(length: ChunkBatch.headerBytes) else {
+                throw ProtocolError(.malformedRequest, "the service's batch of chunks ends inside a header")
+            }
+            let (hash, size) = try ChunkBatch.parseHeader(header)
+            guard asked.contains(hash), let bytes = answer.readBytes(length: size) else {
+                throw ProtocolError(
+                    .malformedRequest, "the service's batch of chunks holds one not asked for, or ends early")
+            }
+            found[hash] = Data(bytes)
+        }
+        return found
+    }
+
     /// Downloads one chunk, handing its bytes to `receive` piece by piece as they arrive.
     public func downloadChunk(
         _ hash: ChunkHash, in container: ContainerID, into receive: (ByteBuffer) throws -> Void

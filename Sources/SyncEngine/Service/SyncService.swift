@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import UbiquityProtocol
 
@@ -36,6 +37,9 @@ public protocol SyncService: Sendable {
     func downloadChunk(
         _ hash: ChunkHash, in container: ContainerID, into receive: (ByteBuffer) throws -> Void
     ) async throws
+    /// Downloads several chunks in one request; a chunk the service lacks is left out. Each is checked by the
+    /// caller.
+    func downloadChunks(_ chunks: [ChunkReference], in container: ContainerID) async throws -> [ChunkHash: Data]
     /// A page of the change feed after `since`.
     func changes(in container: ContainerID, since: ChangeToken?, limit: Int) async throws -> ChangePage
     /// The key-value store's changes after `since`.
@@ -48,6 +52,23 @@ public protocol SyncService: Sendable {
 }
 
 extension SyncService {
+    /// One request per chunk: what a service without the route does.
+    public func downloadChunks(_ chunks: [ChunkReference], in container: ContainerID) async throws
+        -> [ChunkHash: Data]
+    {
+        var found: [ChunkHash: Data] = [:]
+        for chunk in chunks where found[chunk.hash] == nil {
+            var bytes = Data()
+            do {
+                try await downloadChunk(chunk.hash, in: container) { bytes.append(contentsOf: $0.readableBytesView) }
+            } catch let error as ProtocolError where error.code == .chunkNotFound {
+                continue
+            }
+            found[chunk.hash] = bytes
+        }
+        return found
+    }
+
     /// One item and its kept versions, every manifest whole.
     public func item(_ id: ItemID, in container: ContainerID) async throws -> ItemDetail {
         try await item(id, have: nil, in: container)

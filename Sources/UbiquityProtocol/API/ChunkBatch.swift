@@ -40,3 +40,29 @@ public struct ChunkBatchResponse: Hashable, Sendable, Codable {
     /// Creates an answer.
     public init(received: Int) { self.received = received }
 }
+
+/// `POST /v1/containers/{container}/chunks/fetch`: several chunks downloaded in one request — the engine's
+/// downloads of many small files, or of a large file's next chunks, ask together instead of one request a chunk.
+///
+/// The answer is a ``ChunkBatch`` body: each chunk the account has, in the order asked (each once), as its SHA-256,
+/// its length and its bytes; a chunk the account lacks is left out. The device checks every chunk against its hash.
+public struct ChunkFetchRequest: Hashable, Sendable, Codable {
+    /// The most chunks one request may ask for.
+    public static let maximumChunks = 1_000
+
+    /// The chunks asked for.
+    public var hashes: [ChunkHash]
+
+    /// Creates a request.
+    public init(hashes: [ChunkHash]) { self.hashes = hashes }
+
+    /// Checks the request's size: at least one chunk, at most ``maximumChunks``.
+    /// - Throws: ``ProtocolError/Code/malformedRequest``.
+    public func validate() throws(ProtocolError) {
+        guard !hashes.isEmpty else { throw ProtocolError(.malformedRequest, "the request asks for no chunks") }
+        guard hashes.count <= Self.maximumChunks else {
+            throw ProtocolError(
+                .malformedRequest, "the request asks for \(hashes.count) chunks, more than \(Self.maximumChunks)")
+        }
+    }
+}

@@ -119,6 +119,11 @@ public enum OpenAPIDocument {
                 + "stored together, none if one is wrong",
             request: "binary", response: "ChunkBatchResponse", errors: [400, 413, 507]),
         Operation(
+            method: "POST", path: "/v1/containers/{container}/chunks/fetch",
+            summary: "Download up to 1,000 chunks in one binary answer (each: SHA-256, 4-byte big-endian length, "
+                + "bytes), in the order asked; chunks the account lacks are left out",
+            request: "ChunkFetchRequest", response: "binary", errors: [400]),
+        Operation(
             method: "GET", path: "/v1/containers/{container}/chunks/{hash}", summary: "Download one chunk",
             response: "binary", errors: [404]),
         Operation(

@@ -162,6 +162,9 @@ enum OpenAPISchemas {
             "MissingChunksRequest": object(["chunks": array(ref("ChunkReference"))], required: ["chunks"]),
             "MissingChunksResponse": object(["missing": array(hash)], required: ["missing"]),
             "ChunkBatchResponse": object(["received": integer], required: ["received"]),
+            "ChunkFetchRequest": object(
+                ["hashes": ["type": "array", "minItems": 1, "maxItems": 1_000, "items": hash]],
+                required: ["hashes"]),
             "Change": object(
                 [
                     "type": [

@@ -92,3 +92,46 @@ struct ManifestDeltaRouteTests {
         }
     }
 }
+
+@Suite("Service: many chunks downloaded in one request")
+struct ChunkFetchRouteTests {
+    @Test(
+        "A fetch answers the chunks the account has, each once, in the order asked, as a batch whose bytes match their hashes; another account's chunks and unknown ones are left out; an empty or oversized request is refused"
+    )
+    func fetchesManyChunks() async throws {
+        try await TestServer.make().test(.live) { client in
+            let ada = try await Device.signIn(client, account: "ada", device: "laptop")
+            let bob = try await Device.signIn(client, account: "bob", device: "desktop")
+            let pieces = (0..<5).map { index in Array("piece \(index) of the chunk batch".utf8) }
+            let hashes = try pieces.map { try Device.hash($0) }
+            for (piece, hash) in zip(pieces, hashes) {
+                let answer = try await ada.send(.put, ada.path("chunks/\(hash)"), body: ByteBuffer(bytes: piece))
+                #expect(answer.status == .created, "\(answer.text)")
+            }
+            let unknown = try Device.hash(Array("never uploaded".utf8))
+            let asked = [hashes[3], unknown, hashes[0], hashes[3], hashes[4]]
+            let answer = try await ada.send(.post, ada.path("chunks/fetch"), json: ChunkFetchRequest(hashes: asked))
+            #expect(answer.status == .ok, "\(answer.text)")
+            var body = ByteBuffer(bytes: answer.body)
+            var received: [(ChunkHash, [UInt8])] = []
+            while body.readableBytes > 0 {
+                let header = body.readBytes(length: ChunkBatch.headerBytes) ?? []
+                let (hash, size) = try ChunkBatch.parseHeader(header)
+                let bytes = body.readBytes(length: size)
+                received.append((hash, try #require(bytes, "the batch ends inside chunk \(hash)")))
+            }
+            #expect(received.map(\.0) == [hashes[3], hashes[0], hashes[4]])
+            for (hash, bytes) in received { #expect(try Device.hash(bytes) == hash) }
+
+            let stranger = try await bob.send(.post, bob.path("chunks/fetch"), json: ChunkFetchRequest(hashes: hashes))
+            #expect(stranger.status == .ok && stranger.body.isEmpty, "\(stranger.text)")
+            for refused in [
+                ChunkFetchRequest(hashes: []),
+                ChunkFetchRequest(hashes: Array(repeating: hashes[0], count: ChunkFetchRequest.maximumChunks + 1)),
+            ] {
+                let answer = try await ada.send(.post, ada.path("chunks/fetch"), json: refused)
+                #expect(answer.error?.code == .malformedRequest, "\(answer.text)")
+            }
+        }
+    }
+}

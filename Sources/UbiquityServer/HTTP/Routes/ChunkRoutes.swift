@@ -72,6 +72,38 @@ extension RouteEnvironment {
             let received = try await receiveBatch(request.body, for: container.account)
             return try json(ChunkBatchResponse(received: received))
         }
+        router.post("containers/{container}/chunks/fetch") { request, context -> Response in
+            let container = try context.container()
+            let body = try await decode(ChunkFetchRequest.self, from: request)
+            try body.validate()
+            var seen = Set<ChunkHash>()
+            var found: [(hash: ChunkHash, size: Int64)] = []
+            for hash in body.hashes where seen.insert(hash).inserted {
+                // Left out unless it is both recorded and on disk, as a single download answers it not found.
+                guard let size = try await store.chunkSize(hash, of: container.account),
+                    try await chunks.contains(hash, of: container.account)
+                else { continue }
+                found.append((hash, size))
+            }
+            let (metrics, chunks, account, sending) = (metrics, chunks, container.account, found)
+            let length = found.reduce(0) { $0 + ChunkBatch.headerBytes + Int($1.size) }
+            // Each chunk's file is opened when its turn comes: a request for many chunks holds one open at a time.
+            return Response(
+                status: .ok, headers: [.contentType: ChunkBatch.contentType],
+                body: ResponseBody(contentLength: length) { writer in
+                    for (hash, size) in sending {
+                        guard let reader = try await chunks.read(hash, of: account, pieceSize: 256 << 10),
+                            reader.size == size
+                        else { throw ProtocolError(.chunkNotFound, "chunk \(hash) went while it was being sent") }
+                        try await writer.write(ByteBuffer(bytes: ChunkBatch.header(hash, size: Int(size))))
+                        for try await piece in reader {
+                            try await writer.write(ByteBuffer(bytes: piece))
+                            metrics.bytesOut.increment(by: Int64(piece.count))
+                        }
+                    }
+                    try await writer.finish(nil)
+                })
+        }
         router.get("containers/{container}/chunks/{hash}") { _, context -> Response in
             let container = try context.container()
             let hash = try ChunkHash(try context.parameters.require("hash"))
