@@ -43,24 +43,19 @@ struct ContainerEngineTests {
         let source = laptop.sync.layout.documents.appendingPathComponent("Pushed.txt")
         let target = desktop.sync.layout.documents.appendingPathComponent("Pushed.txt")
         try Data("hello from the laptop".utf8).write(to: source)
-        let arrived = await eventually { (try? Data(contentsOf: target)) == Data("hello from the laptop".utf8) }
+        // A guard against hanging, not a timing: the suite's first minute starts every suite at once on two cores.
+        let arrived = await eventually(.seconds(180)) {
+            (try? Data(contentsOf: target)) == Data("hello from the laptop".utf8)
+        }
         #expect(arrived, "the file reached the other device")
 
         try Data("edited on the desktop".utf8).write(to: target)
-        let returned = await eventually { (try? Data(contentsOf: source)) == Data("edited on the desktop".utf8) }
+        let returned = await eventually(.seconds(180)) {
+            (try? Data(contentsOf: source)) == Data("edited on the desktop".utf8)
+        }
         #expect(returned, "the edit came back")
         for task in running { task.cancel() }
         for task in running { _ = await task.result }
         await service.remove()
-    }
-
-    /// Polls `condition` for up to 30 s (a guard against hanging, not a timing assertion).
-    private func eventually(_ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
     }
 }
