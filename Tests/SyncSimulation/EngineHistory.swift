@@ -50,7 +50,7 @@ public final class EngineHistory: @unchecked Sendable {
 
         public var description: String {
             "engine history \(seed) failed:\n  " + problems.joined(separator: "\n  ")
-                + "\ntrace (last 120 lines):\n  " + trace.suffix(120).joined(separator: "\n  ")
+                + "\ntrace (last 400 lines):\n  " + trace.suffix(400).joined(separator: "\n  ")
         }
     }
 
