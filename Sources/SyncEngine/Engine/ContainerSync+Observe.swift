@@ -112,7 +112,7 @@ extension ContainerSync {
             var question: [(id: ItemID, have: VersionRecord?)] = []
             for id in touched {
                 let known = try state.record(id)
-                guard case .ask = try knowledge(of: id, known, changes[id] ?? []) else { continue }
+                guard case .ask = knowledge(of: id, known, changes[id] ?? []) else { continue }
                 asked.updateValue(known, forKey: id)
                 question.append((id, try known.flatMap { _ in try state.currentVersionRecord(of: id) }))
             }
@@ -127,7 +127,7 @@ extension ContainerSync {
                         try observe(answer)
                         return
                     }
-                    switch try knowledge(of: id, known, changes[id] ?? []) {
+                    switch knowledge(of: id, known, changes[id] ?? []) {
                     case .known: break
                     case .created(let record): try observe(ItemDetail(item: record, versions: []))
                     case .ask: try observe(try await detail(of: id))
@@ -142,8 +142,7 @@ extension ContainerSync {
 
     /// What one page's `changes` of item `id` leave this device to learn.
     enum FeedKnowledge {
-        /// Nothing: its record shows them (this device's own new item or first version, heard back:
-        /// ``shows(_:_:_:)``).
+        /// Nothing: its record shows them (this device's own new item, heard back: ``shows(_:_:)``).
         case known
         /// A new item whose creation is all the page says of it: the service's record is the change's
         /// (``created(alone:)``).
@@ -153,36 +152,29 @@ extension ContainerSync {
     }
 
     /// What one page's `changes` of item `id` (its record `known`) leave this device to learn.
-    private func knowledge(of id: ItemID, _ known: StoredItem?, _ changes: [Change]) throws -> FeedKnowledge {
-        if let known {
-            let remote = known.observation.remote
-            let current = try remote?.version.flatMap { _ in try state.currentVersionRecord(of: id) }
-            return Self.shows(changes, remote, current) ? .known : .ask
-        }
+    private func knowledge(of id: ItemID, _ known: StoredItem?, _ changes: [Change]) -> FeedKnowledge {
+        if let known { return Self.shows(changes, known.observation.remote) ? .known : .ask }
         return Self.created(alone: changes).map(FeedKnowledge.created) ?? .ask
     }
 
-    /// Whether `changes` (one page's, of one item) are only the item's creation and its first version, and the
-    /// service's record as last heard (`remote`, its current version's record `current`) shows them: this device's
-    /// own new item, heard back, in one page or in two. Nothing else is taken as known without asking: a commit over
-    /// a version this device never had makes that version a conflict version without a change of its own in the
-    /// feed, and a commit over the current version makes it a version of the item's history, so only the item's
-    /// versions tell it. A first version is made over none: whatever it displaced has a change of its own.
-    static func shows(_ changes: [Change], _ remote: RemoteView?, _ current: VersionRecord?) -> Bool {
+    /// Whether `changes` (one page's, of one item) are only the item's creation, with or without its first version,
+    /// and the service's record as last heard (`remote`) shows them: this device's own new item, heard back. Nothing
+    /// else is taken as known without asking: a commit over a version this device never had makes that version a
+    /// conflict version without a change of its own in the feed, so only the item's versions tell it. That holds for
+    /// a first version heard back without its creation too: made over none here, it may have been made over another
+    /// device's first version, and the read that follows such a commit may have failed.
+    static func shows(_ changes: [Change], _ remote: RemoteView?) -> Bool {
         guard let remote, !remote.isDeleted else { return false }
         var created = false
-        var namesCurrent = false
         for change in changes {
             switch change {
             case .itemCreated: created = true
             case .itemChanged(_, let version), .versionAdded(_, let version):
                 guard remote.version == version else { return false }
-                namesCurrent = true
             case .itemMoved, .itemDeleted, .versionResolved, .versionRemoved: return false
             }
         }
-        let isFirst = current.map { $0.id == remote.version && $0.basedOn == nil } ?? false
-        return created || (namesCurrent && isFirst)
+        return created
     }
 
     /// The service's record of an item heard of for the first time, when all `changes` (one page's) say is that it
