@@ -9,9 +9,10 @@ import UbiquityTestSupport
 /// in any order or lost, partitions, engines killed at any wait and right after any change to their disk, apps'
 /// saves, downloads and evictions landing between any two of an engine's steps. A failing history prints its seed
 /// and trace; `ubiquity-bench sim.engine --seed N --histories 1 --trace` replays it.
-@Suite("Simulation: the engine itself in seeded histories")
+@Suite("Simulation: the engine itself in seeded histories", .serialized)
 struct EngineHistoryTests {
-    /// Histories per slice; the slices run side by side.
+    /// Histories per slice. The suite's tests run one at a time: side by side, four slices and the stale-check run
+    /// kept both cores busy through the suite's first minutes, and other suites' requests ran out of their deadlines.
     static let slice: UInt64 = 100
 
     @Test(
