@@ -42,3 +42,13 @@ enum Loopback {
         return address
     }
 }
+
+/// Programs the benchmarks compare with, found on `PATH`.
+enum InstalledProgram {
+    /// The executable named `name` on `PATH`, if any.
+    static func named(_ name: String) -> URL? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent(name) }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+}

@@ -16,9 +16,7 @@ struct RsyncDaemon {
 
     /// The `rsync` on `PATH`, if any.
     static var installed: URL? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("rsync") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        InstalledProgram.named("rsync")
     }
 
     /// Starts a daemon whose files live in `directory`; `nil` when rsync is not installed.

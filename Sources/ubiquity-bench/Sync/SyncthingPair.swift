@@ -17,9 +17,7 @@ struct SyncthingPair {
 
     /// The `syncthing` on `PATH`, if any.
     static var installed: URL? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("syncthing") }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+        InstalledProgram.named("syncthing")
     }
 
     /// Starts both devices under `directory` and waits until they are connected; `nil` when Syncthing is not
