@@ -27,11 +27,12 @@ public struct ServiceClient: Sendable {
     /// - Parameters:
     ///   - baseURL: The service's address.
     ///   - token: The device's bearer token, if signed in.
-    ///   - httpClient: The HTTP client to send with (default: the shared one, which keeps trying to connect until the
-    ///     request's deadline; ``failFastHTTPClient`` reads an unreachable service as offline at once).
+    ///   - httpClient: The HTTP client to send with (default ``failFastHTTPClient``: an unreachable service fails a
+    ///     request at once, and the engine retries on its own schedule).
     ///   - timeout: How long one request may take (default 60 s).
     public init(
-        baseURL: String, token: String? = nil, httpClient: HTTPClient = .shared, timeout: TimeAmount = .seconds(60)
+        baseURL: String, token: String? = nil, httpClient: HTTPClient = ServiceClient.failFastHTTPClient,
+        timeout: TimeAmount = .seconds(60)
     ) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.token = token
@@ -39,13 +40,18 @@ public struct ServiceClient: Sendable {
         self.timeout = timeout
     }
 
-    /// The process's HTTP client for the service: a connection that cannot be made fails at once (within 5 s)
-    /// instead of being retried until the request's deadline, so an unreachable service reads as "offline" quickly;
-    /// a connection that goes silent for 60 s fails too. It lives as long as the process.
+    /// The process's HTTP client for the service: a connection that cannot be made fails its requests at once
+    /// (within 10 s) instead of being retried until their deadlines, so an unreachable service reads as "offline"
+    /// quickly; a connection that goes silent for 60 s fails too. It lives as long as the process.
+    ///
+    /// The engine retries on its own schedule, so the client must not: AsyncHTTPClient's shared client keeps trying
+    /// to connect with a backoff that grows with every failure since the last connection made (to a minute), and
+    /// keeps that count per address, so after a service has been down a while the first request to it once it is
+    /// back (or to another service given the same port) waits out the backoff instead of connecting.
     public static let failFastHTTPClient: HTTPClient = {
         // The request's deadline covers only the answer's head: a body that stops coming (read by `send`, or
         // streamed by `downloadChunk`) would otherwise hold its caller, and the item's lane it holds, forever.
-        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(60)))
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(10), read: .seconds(60)))
         configuration.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }()

@@ -108,8 +108,7 @@ final class ContainerSession: Sendable {
             + configuration.requestTimeout.components.attoseconds / 1_000_000_000_000_000
         // An unreachable service reads as offline at once (a document's download fails, rounds back off).
         let client = ServiceClient(
-            baseURL: profile.server, token: profile.token, httpClient: ServiceClient.failFastHTTPClient,
-            timeout: .milliseconds(milliseconds))
+            baseURL: profile.server, token: profile.token, timeout: .milliseconds(milliseconds))
         // The sync takes the container's engine lock and holds it until the session closes.
         let sync: ContainerSync
         do {

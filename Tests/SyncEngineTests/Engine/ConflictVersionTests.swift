@@ -80,8 +80,7 @@ extension TwoDeviceSyncTests {
             "ubiquity-outbox-\(UUID().uuidString.prefix(8))", isDirectory: true)
         defer { try? FileManager.default.removeItem(at: root) }
         func device(_ name: String) async throws -> ContainerSync {
-            var client = try await service.signIn(account: "ada", device: name)
-            client.timeout = .seconds(10)  // see offlineChangesGoUpLater
+            let client = try await service.signIn(account: "ada", device: name)
             return try ContainerSync(
                 layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
                 client: client, device: SavingDevice(id: DeviceID(), name: name))

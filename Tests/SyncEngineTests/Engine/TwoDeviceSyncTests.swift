@@ -181,10 +181,7 @@ extension TwoDeviceSyncTests {
             "ubiquity-offline-\(UUID().uuidString.prefix(8))", isDirectory: true)
         defer { try? FileManager.default.removeItem(at: root) }
         func device(_ name: String) async throws -> ContainerSync {
-            var client = try await service.signIn(account: "ada", device: name)
-            // A service stopped inside this process leaves its kept-alive connections open but unanswered (a
-            // stopped process would close them), so requests on them wait for the timeout: keep it short.
-            client.timeout = .seconds(10)
+            let client = try await service.signIn(account: "ada", device: name)
             return try ContainerSync(
                 layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
                 client: client, device: SavingDevice(id: DeviceID(), name: name))

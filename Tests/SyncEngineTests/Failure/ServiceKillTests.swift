@@ -108,12 +108,12 @@ struct ServiceKillTests {
     }
 
     private func signIn(_ service: ServiceProcess, device: String) async throws -> ServiceClient {
-        // Signed in through the shared client, which keeps trying to connect until the request's deadline: on a
-        // loaded machine the fail-fast client's 5 s to connect to a service just started was seen to run out.
-        let login = try await ServiceClient(baseURL: service.baseURL).login(
+        // Signed in through AsyncHTTPClient's shared client, which keeps trying to connect until the request's
+        // deadline: on a loaded machine a connection to a service just started was seen to take over 5 s.
+        let login = try await ServiceClient(baseURL: service.baseURL, httpClient: .shared).login(
             LoginRequest(name: "ada", password: "correct horse", deviceName: device))
         // Then a client that fails at once when the service is down, as `ubiquity sync` would see it.
-        return ServiceClient(baseURL: service.baseURL, token: login.token, httpClient: ServiceClient.failFastHTTPClient)
+        return ServiceClient(baseURL: service.baseURL, token: login.token)
     }
 
     private func device(_ name: String, client: ServiceClient, home: URL, logger: Logger) throws -> ContainerSync {

@@ -41,8 +41,7 @@ struct KeyValueSyncTests {
             "ubiquity-kv-\(UUID().uuidString.prefix(8))", isDirectory: true)
         defer { try? FileManager.default.removeItem(at: root) }
         func device(_ name: String) async throws -> ContainerSync {
-            var client = try await service.signIn(account: "ada", device: name)
-            client.timeout = .seconds(10)  // a stopped in-process service leaves connections unanswered
+            let client = try await service.signIn(account: "ada", device: name)
             return try ContainerSync(
                 layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
                 client: client, device: SavingDevice(id: DeviceID(), name: name))

@@ -142,7 +142,8 @@ private final class CrashRun: Sendable {
                 group.addTask { await client.work() }
             }
             group.addTask { await Self.stalledUpload(wire: wire) }
-            let deadline = ContinuousClock.now.advanced(by: .seconds(60))
+            // A guard against a hang, not a speed limit: on a loaded machine 50 commits have taken over a minute.
+            let deadline = ContinuousClock.now.advanced(by: .seconds(600))
             while ledger.snapshot.acknowledgedCommits < target && ledger.snapshot.activeWorkers > 0
                 && ContinuousClock.now < deadline
             {
