@@ -12,15 +12,26 @@ import Synchronization
 /// OFD locks belong to the open file description, so every acquisition opens its own descriptor and two acquisitions
 /// exclude each other whether they come from two processes or two threads. Waiting polls the non-blocking
 /// `F_OFD_SETLK` with a backoff of at most 10 ms. Two keys whose hashes collide share a lock file and merely exclude
-/// each other more than needed; lock files are never deleted (deleting one while another process waits on it would
-/// let two holders in).
+/// each other more than needed.
+///
+/// Lock files are swept away when no one holds them (``sweep(directory:sparingReusable:)``, run in the background
+/// after a process's first use of the directory and after every 4,096 lock files it opened), so the directory holds
+/// about as many files as there are locks in use, not one for every path ever coordinated. Deleting a lock file
+/// that another acquisition has opened but not yet locked would let two holders in (one on the deleted file, one on
+/// its successor), so the sweep deletes only a file it holds exclusively and still finds at its path, and every
+/// acquisition, once granted, checks that its file is still the one at the path, and opens the path again if not.
 enum CoordinationLockFile {
     /// Creates `directory` (mode 0700) if it does not exist.
     static func prepare(directory: String) throws(FileCoordinationError) {
         if prepared.withLock({ $0.contains(directory) }) { return }
         try create(directory: directory)
-        prepared.withLock { _ = $0.insert(directory) }
+        let first = prepared.withLock { $0.insert(directory).inserted }
+        // What other processes left behind (they sweep only as they go) is swept once per process.
+        if first && swept.withLock({ $0.insert(directory).inserted }) { sweepInBackground(directory) }
     }
+
+    /// Directories this process has swept at its first use of them.
+    private static let swept = Mutex<Set<String>>([])
 
     /// Lock directories already made in this process (they are never deleted).
     private static let prepared = Mutex<Set<String>>([])
@@ -50,17 +61,12 @@ enum CoordinationLockFile {
         cancellation: CoordinationCancellation
     ) throws(FileCoordinationError) -> Int32 {
         let path = directory + "/" + CoordinationPath.lockFileName(forKey: lock.key)
-        var fd = reusableDescriptor(for: path) ?? open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if fd < 0 && errno == ENOENT {
-            // The lock directory was removed (a runtime directory cleaned at logout, say): make it again.
-            prepared.withLock { _ = $0.remove(directory) }
-            try prepare(directory: directory)
-            fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        var fd: Int32
+        if let kept = reusableDescriptor(for: path) {
+            fd = kept
+        } else {
+            fd = try openLockFile(path, lock: lock, directory: directory)
         }
-        guard fd >= 0 else {
-            throw FileCoordinationError(.io, "Cannot open the lock file \(path) for \(lock.key): \(errnoText())")
-        }
-        descriptors.withLock { $0.record(fd, path: path) }
         var request = flock()
         request.l_type = Int16(lock.mode == .shared ? F_RDLCK : F_WRLCK)
         request.l_whence = Int16(SEEK_SET)
@@ -69,7 +75,13 @@ enum CoordinationLockFile {
         request.l_pid = 0
         var backoff: UInt32 = 500  // microseconds
         while true {
-            if fcntl(fd, LinuxSystem.setOFDLock, &request) == 0 { return fd }
+            if fcntl(fd, LinuxSystem.setOFDLock, &request) == 0 {
+                if isCurrent(fd, path: path) { return fd }
+                // Swept away between the open and the lock: the lock guards nothing. Take the file now at the path.
+                discard(fd)
+                fd = try openLockFile(path, lock: lock, directory: directory)
+                continue
+            }
             let error = errno
             guard error == EAGAIN || error == EACCES || error == EINTR else {
                 release(fd)
@@ -92,6 +104,39 @@ enum CoordinationLockFile {
         }
     }
 
+    /// Opens (creating it if need be) the lock file at `path`, remaking the lock directory if it was removed.
+    private static func openLockFile(
+        _ path: String, lock: CoordinationLockPlan.Lock, directory: String
+    ) throws(FileCoordinationError) -> Int32 {
+        var fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 && errno == ENOENT {
+            // The lock directory was removed (a runtime directory cleaned at logout, say): make it again.
+            prepared.withLock { _ = $0.remove(directory) }
+            try prepare(directory: directory)
+            fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        }
+        guard fd >= 0 else {
+            throw FileCoordinationError(.io, "Cannot open the lock file \(path) for \(lock.key): \(errnoText())")
+        }
+        descriptors.withLock { $0.record(fd, path: path) }
+        if opened.add(1, ordering: .relaxed).newValue % sweepInterval == 0 { sweepInBackground(directory) }
+        return fd
+    }
+
+    /// Whether `fd` is the file at `path` (not one deleted since it was opened).
+    private static func isCurrent(_ fd: Int32, path: String) -> Bool {
+        var held = stat()
+        var named = stat()
+        guard fstat(fd, &held) == 0, stat(path, &named) == 0 else { return false }
+        return held.st_dev == named.st_dev && held.st_ino == named.st_ino
+    }
+
+    /// Closes a descriptor that will not be used again (its lock, if any, goes with it).
+    private static func discard(_ fd: Int32) {
+        descriptors.withLock { $0.forget(fd) }
+        close(fd)
+    }
+
     /// Releases a lock taken by ``acquire(_:directory:deadline:cancellation:)``: unlocks the descriptor and keeps it
     /// open for the next acquisition of the same lock file (an open and a close fewer per lock). Every descriptor is
     /// unlocked and then used by one acquisition at a time, so OFD locks still exclude between threads.
@@ -110,19 +155,10 @@ enum CoordinationLockFile {
         if !kept { close(fd) }
     }
 
-    /// A kept descriptor for `path`, if one still names the lock file there: one whose file was deleted (the lock
-    /// directory cleaned) would lock nothing any other process sees, so it is closed instead.
+    /// A kept descriptor for `path`, if there is one (whether its file is still the one at the path is checked once
+    /// it is locked, as for a new one).
     private static func reusableDescriptor(for path: String) -> Int32? {
-        while let fd = descriptors.withLock({ $0.take(path) }) {
-            var held = stat()
-            // A deleted lock file (nlink 0) is what a cleaned lock directory leaves behind.
-            if fstat(fd, &held) == 0, held.st_nlink > 0 {
-                return fd
-            }
-            descriptors.withLock { $0.forget(fd) }
-            close(fd)
-        }
-        return nil
+        descriptors.withLock { $0.take(path) }
     }
 
     /// Open lock-file descriptors: those in use (by path) and those free for reuse.
@@ -132,7 +168,8 @@ enum CoordinationLockFile {
         var freeCount = 0
 
         mutating func take(_ path: String) -> Int32? {
-            guard let fd = free[path]?.popLast() else { return nil }
+            guard var kept = free[path], let fd = kept.popLast() else { return nil }
+            free[path] = kept.isEmpty ? nil : kept
             freeCount -= 1
             return fd
         }
@@ -157,6 +194,60 @@ enum CoordinationLockFile {
         }
     }
     private static let descriptors = Mutex(DescriptorPool())
+
+    // MARK: Sweeping
+
+    /// Lock files opened by this process; every ``sweepInterval``-th starts a sweep.
+    private static let opened = Atomic<Int>(0)
+    static let sweepInterval = 4096
+    /// Directories being swept now (one sweep of a directory at a time per process).
+    private static let sweeping = Mutex<Set<String>>([])
+
+    /// Sweeps `directory` on a thread of its own, unless a sweep of it is under way.
+    private static func sweepInBackground(_ directory: String) {
+        guard sweeping.withLock({ $0.insert(directory).inserted }) else { return }
+        let thread = Thread {
+            sweep(directory: directory)
+            _ = sweeping.withLock { $0.remove(directory) }
+        }
+        thread.name = "DocumentKit.LockSweep"
+        thread.start()
+    }
+
+    /// Deletes the lock files of `directory` that no one holds, and returns how many it deleted.
+    ///
+    /// A file is deleted only while this sweep holds it exclusively and finds it still at its path, so no holder
+    /// loses its lock, and an acquisition that opened the file before it was deleted finds, once granted, that the
+    /// path names another file or none, and opens the path again. Files this process keeps open for reuse are spared
+    /// when `sparingReusable` (a reused descriptor whose file was deleted is noticed and replaced, but costs an open).
+    @discardableResult
+    static func sweep(directory: String, sparingReusable: Bool = true) -> Int {
+        guard let stream = opendir(directory) else { return 0 }
+        defer { closedir(stream) }
+        let spared = sparingReusable ? descriptors.withLock { Set($0.free.keys) } : []
+        var request = flock()
+        request.l_type = Int16(F_WRLCK)
+        request.l_whence = Int16(SEEK_SET)
+        var deleted = 0
+        // Entries deleted while the directory is read are simply not seen again (POSIX leaves it open whether
+        // readdir returns an entry added or removed since opendir; either is harmless here).
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            guard name.utf8.count == 16, name.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
+            else { continue }
+            let path = directory + "/" + name
+            if spared.contains(path) { continue }
+            let fd = open(path, O_RDWR | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            if fcntl(fd, LinuxSystem.setOFDLock, &request) == 0, isCurrent(fd, path: path), unlink(path) == 0 {
+                deleted += 1
+            }
+            close(fd)
+        }
+        return deleted
+    }
 
     static func errnoText(_ code: Int32 = errno) -> String {
         String(cString: strerror(code))

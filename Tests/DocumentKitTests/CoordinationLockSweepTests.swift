@@ -1,0 +1,114 @@
+import Foundation
+import Synchronization
+import Testing
+import UbiquityTestSupport
+
+@testable import DocumentKit
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The lock directory does not grow with every path ever coordinated: lock files no one holds are swept away, and
+/// sweeping never lets two holders in.
+@Suite("Coordination lock files: swept when unheld, never at the cost of exclusion")
+struct CoordinationLockSweepTests {
+    /// A new lock directory (made here, so that no first-use sweep of this process runs in it).
+    private static func lockDirectory() throws -> String {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-lock-sweep-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url.path
+    }
+
+    private static func lock(_ key: String, _ mode: CoordinationLockMode = .exclusive) -> CoordinationLockPlan.Lock {
+        CoordinationLockPlan.Lock(key: key, mode: mode, item: key)
+    }
+
+    private static func acquire(_ key: String, in directory: String) throws -> Int32 {
+        try CoordinationLockFile.acquire(
+            lock(key), directory: directory, deadline: Date(timeIntervalSinceNow: 60),
+            cancellation: CoordinationCancellation())
+    }
+
+    /// Whether another open file description could lock the file at `key`'s path exclusively now.
+    private static func isFree(_ key: String, in directory: String) -> Bool {
+        let fd = open(directory + "/" + CoordinationPath.lockFileName(forKey: key), O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        defer { close(fd) }
+        var request = flock()
+        request.l_type = Int16(F_WRLCK)
+        request.l_whence = Int16(SEEK_SET)
+        return fcntl(fd, LinuxSystem.setOFDLock, &request) == 0
+    }
+
+    @Test("Unheld lock files are swept away, a held one stays, and a lock taken again after the sweep still excludes")
+    func sweepKeepsWhatIsHeld() throws {
+        let directory = try Self.lockDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let keys = (0..<300).map { "/sweep/Documents/File \($0).txt" }
+        for key in keys { CoordinationLockFile.release(try Self.acquire(key, in: directory)) }
+        let held = try Self.acquire("/sweep/Documents/Held.txt", in: directory)
+
+        CoordinationLockFile.sweep(directory: directory, sparingReusable: false)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory)
+                == [CoordinationPath.lockFileName(forKey: "/sweep/Documents/Held.txt")],
+            "only the held lock's file is left")
+        #expect(!Self.isFree("/sweep/Documents/Held.txt", in: directory), "the held lock still excludes")
+
+        // The descriptors kept for reuse name deleted files now: a lock taken again must be on the file at the path,
+        // or another process opening the path would take the same lock beside it.
+        for key in keys.prefix(20) {
+            let fd = try Self.acquire(key, in: directory)
+            #expect(!Self.isFree(key, in: directory), "\(key) locked again, but not on the file at its path")
+            CoordinationLockFile.release(fd)
+            #expect(Self.isFree(key, in: directory))
+        }
+        CoordinationLockFile.release(held)
+        CoordinationLockFile.sweep(directory: directory, sparingReusable: false)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+    }
+
+    @Test("Threads taking one lock exclusively while another thread sweeps its file away never hold it together")
+    func sweepingNeverLetsTwoHoldersIn() async throws {
+        let directory = try Self.lockDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let counts = Counts()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    try await offPool {
+                        defer { counts.working.subtract(1, ordering: .sequentiallyConsistent) }
+                        for _ in 0..<400 {
+                            let fd = try Self.acquire("/sweep/Shared.txt", in: directory)
+                            if counts.inside.add(1, ordering: .sequentiallyConsistent).newValue != 1 {
+                                counts.overlaps.add(1, ordering: .relaxed)
+                            }
+                            sched_yield()
+                            counts.inside.subtract(1, ordering: .sequentiallyConsistent)
+                            CoordinationLockFile.release(fd)
+                        }
+                    }
+                }
+            }
+            group.addTask {
+                try await offPool {
+                    while counts.working.load(ordering: .sequentiallyConsistent) > 0 {
+                        CoordinationLockFile.sweep(directory: directory, sparingReusable: false)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(counts.overlaps.load(ordering: .relaxed) == 0, "two threads held the lock at once")
+        CoordinationLockFile.sweep(directory: directory, sparingReusable: false)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+    }
+
+    /// Who is inside the lock, how often two were, and how many threads still take it.
+    private final class Counts: Sendable {
+        let inside = Atomic<Int>(0)
+        let overlaps = Atomic<Int>(0)
+        let working = Atomic<Int>(4)
+    }
+}
