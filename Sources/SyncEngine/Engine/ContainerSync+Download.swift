@@ -166,20 +166,22 @@ extension ContainerSync {
             position += chunk.size
         }
         let (chunkRequests, state, folder, disk) = (chunkRequests, state, layout.folder, disk)
-        let window = Self.transferWindow
         let prefix = whole
         let hasher = try await withThrowingTaskGroup(of: (Int, Data).self) { group in
             var whole = prefix
             var next = index  // the next chunk to start
             var hashed = index  // the next chunk to hash
-            var running = 0
+            var ahead: Int64 = 0  // the bytes of the chunks started and not yet hashed
             var arrived: [Int: Data] = [:]  // written, waiting for the chunks before them to be hashed
             while hashed < chunks.count {
-                // Bounded: at most `window` in flight, and never far ahead of the oldest chunk not yet hashed.
-                if next < chunks.count, running < window, next < hashed + 4 * window {
+                // Bounded: the chunks asked for, or written and waiting for an earlier one to be hashed, hold at most
+                // about `downloadWindowBytes` (always at least one chunk) and `downloadWindowChunks`.
+                if next < chunks.count, next - hashed < Self.downloadWindowChunks,
+                    next == hashed || ahead + chunks[next].size <= Self.downloadWindowBytes
+                {
                     let (number, chunk) = (next, chunks[next])
                     next += 1
-                    running += 1
+                    ahead += chunk.size
                     group.addTask {
                         (
                             number,
@@ -191,12 +193,12 @@ extension ContainerSync {
                     continue
                 }
                 guard let (number, bytes) = try await group.next() else { break }
-                running -= 1
                 try opened.file.write(bytes, at: offsets[number])
                 arrived[number] = bytes
                 while let bytes = arrived.removeValue(forKey: hashed) {
                     whole.update(data: bytes)
                     advanceTransfer(of: item, by: Int64(bytes.count))
+                    ahead -= chunks[hashed].size
                     hashed += 1
                 }
             }
@@ -209,11 +211,20 @@ extension ContainerSync {
     /// The most chunks, and about the most bytes, one download request asks for.
     static let chunkBatchCount = 64
     static let chunkBatchBytes = 4 << 20
+    /// How many download requests may be on their way at once: while one answer streams in, the next is asked for.
+    static let chunkBatchConcurrency = 2
+    /// About the most bytes, and the most chunks, one download asks for ahead of the first chunk it has not hashed
+    /// yet: two full requests' worth, so both requests on their way can be full.
+    static let downloadWindowBytes: Int64 = 2 * Int64(chunkBatchBytes)
+    static let downloadWindowChunks = 2 * chunkBatchCount
 
     /// Sends the chunk downloads asked for at the same time as one request (``SyncService/downloadChunks(_:in:)``);
     /// a chunk the service lacks is refused alone.
     static func chunkBatcher(service: any SyncService, container: ContainerID) -> RequestBatcher<ChunkReference, Data> {
-        RequestBatcher(maximumCount: chunkBatchCount, maximumBytes: chunkBatchBytes, size: { Int($0.size) }) {
+        RequestBatcher(
+            maximumCount: chunkBatchCount, maximumBytes: chunkBatchBytes, concurrency: chunkBatchConcurrency,
+            size: { Int($0.size) }
+        ) {
             chunks in
             let found = try await service.downloadChunks(chunks, in: container)
             return chunks.map { chunk in

@@ -4,16 +4,19 @@ import UbiquityProtocol
 /// Sends the operations that concurrent callers ask for at the same time as one request: the engine's lanes each
 /// ask for their own item's creation, commit or chunk, and the service answers them together.
 ///
-/// The first caller with nothing on its way sends its own operation at once, with whatever else is queued (up to
-/// ``maximumCount`` a batch and about ``maximumBytes``); when that batch is answered, the oldest waiting caller sends
-/// the next. A lone request waits for nothing. Each caller gets its own operation's answer, or its own refusal thrown
-/// as the single request would have thrown it; a failure of the request itself (the service unreachable) is thrown to
-/// every caller of that batch. No task of its own: the batches go from a caller's task, on the engine's executor.
+/// The first caller finding fewer than ``concurrency`` batches on their way sends its own operation at once, with
+/// whatever else is queued (up to ``maximumCount`` a batch and about ``maximumBytes``); when a batch is answered, the
+/// oldest waiting caller not already chosen sends the next. A lone request waits for nothing. Each caller gets its
+/// own operation's answer, or its own refusal thrown as the single request would have thrown it; a failure of the
+/// request itself (the service unreachable) is thrown to every caller of that batch. No task of its own: the batches
+/// go from callers' tasks, on the engine's executor.
 final class RequestBatcher<Operation: Sendable, Answer: Sendable>: Sendable {
-    /// One caller's place in the queue: its operation, and how it hears of its answer or that it sends next.
+    /// One caller's place in the queue: its operation, how it hears of its answer or that it sends next, and whether
+    /// it was chosen to send (its operation may still go in another's batch).
     private struct Waiting: Sendable {
         let operation: Operation
         let slot: Slot
+        var isSender: Bool
     }
 
     /// What a waiting caller is told.
@@ -24,25 +27,24 @@ final class RequestBatcher<Operation: Sendable, Answer: Sendable>: Sendable {
         case send
     }
 
-    /// Where a caller's signal waits for it, whether it comes before or after the caller starts waiting; each signal
-    /// is taken once.
+    /// Where a caller's signals wait for it, in the order told, whether they come before or after the caller starts
+    /// waiting (a caller chosen to send may be answered by another's batch before it has sent its own).
     private final class Slot: Sendable {
-        private enum Mode {
-            case empty
-            case waiting(CheckedContinuation<Signal, Never>)
-            case told(Signal)
+        private struct Mode {
+            var told: [Signal] = []
+            var waiting: CheckedContinuation<Signal, Never>?
         }
 
-        private let mode = Mutex(Mode.empty)
+        private let mode = Mutex(Mode())
 
         func tell(_ signal: Signal) {
             let waiting: CheckedContinuation<Signal, Never>? = mode.withLock { mode in
-                if case .waiting(let continuation) = mode {
-                    mode = .empty
-                    return continuation
+                guard let continuation = mode.waiting else {
+                    mode.told.append(signal)
+                    return nil
                 }
-                mode = .told(signal)
-                return nil
+                mode.waiting = nil
+                return continuation
             }
             waiting?.resume(returning: signal)
         }
@@ -50,11 +52,8 @@ final class RequestBatcher<Operation: Sendable, Answer: Sendable>: Sendable {
         func wait() async -> Signal {
             await withCheckedContinuation { continuation in
                 let told: Signal? = mode.withLock { mode in
-                    if case .told(let signal) = mode {
-                        mode = .empty
-                        return signal
-                    }
-                    mode = .waiting(continuation)
+                    guard mode.told.isEmpty else { return mode.told.removeFirst() }
+                    mode.waiting = continuation
                     return nil
                 }
                 if let told { continuation.resume(returning: told) }
@@ -64,7 +63,8 @@ final class RequestBatcher<Operation: Sendable, Answer: Sendable>: Sendable {
 
     private struct State {
         var queue: [Waiting] = []
-        var isSending = false
+        /// Callers chosen to send that have not finished their batch.
+        var senders = 0
     }
 
     /// Sends one batch and returns each operation's result, in order.
@@ -74,17 +74,21 @@ final class RequestBatcher<Operation: Sendable, Answer: Sendable>: Sendable {
     let maximumCount: Int
     /// About the most bytes one batch carries (a lone operation goes whatever its size).
     let maximumBytes: Int
+    /// The most batches on their way at once.
+    let concurrency: Int
     private let size: @Sendable (Operation) -> Int
     private let send: Send
     private let state = Mutex(State())
 
     /// A batcher sending with `send` batches of at most `maximumCount` operations and about `maximumBytes` (each
-    /// operation's bytes as `size` estimates them).
+    /// operation's bytes as `size` estimates them), at most `concurrency` at once.
     init(
-        maximumCount: Int, maximumBytes: Int, size: @escaping @Sendable (Operation) -> Int, send: @escaping Send
+        maximumCount: Int, maximumBytes: Int, concurrency: Int = 1, size: @escaping @Sendable (Operation) -> Int,
+        send: @escaping Send
     ) {
         self.maximumCount = maximumCount
         self.maximumBytes = maximumBytes
+        self.concurrency = max(1, concurrency)
         self.size = size
         self.send = send
     }
@@ -95,12 +99,13 @@ final class RequestBatcher<Operation: Sendable, Answer: Sendable>: Sendable {
     /// Sends `operation`, in a batch with the others asked for meanwhile, and returns its answer.
     func submit(_ operation: Operation) async throws -> Answer {
         let slot = Slot()
-        // Queued, and the sender when no one is sending: checked and queued under one lock, so no operation is ever
-        // queued with no one to send it.
+        // Queued, and a sender when fewer than `concurrency` are sending: checked and queued under one lock, so no
+        // operation is ever queued with no one to send it.
         let sends = state.withLock { state in
-            state.queue.append(Waiting(operation: operation, slot: slot))
-            defer { state.isSending = true }
-            return !state.isSending
+            let sends = state.senders < concurrency
+            if sends { state.senders += 1 }
+            state.queue.append(Waiting(operation: operation, slot: slot, isSender: sends))
+            return sends
         }
         var signal = sends ? Signal.send : await slot.wait()
         while true {
@@ -108,15 +113,16 @@ final class RequestBatcher<Operation: Sendable, Answer: Sendable>: Sendable {
             case .answer(let result):
                 return try result.get()
             case .send:
-                // One batch, then the role passes to the oldest waiter: a sender does not keep sending for others
-                // (holding its item's lane) while new operations keep coming.
+                // One batch, then the role passes to the oldest waiter not yet chosen: a sender does not keep sending
+                // for others (holding its item's lane) while new operations keep coming.
                 await sendBatch()
                 let next: Slot? = state.withLock { state in
-                    guard let first = state.queue.first else {
-                        state.isSending = false
+                    guard let index = state.queue.firstIndex(where: { !$0.isSender }) else {
+                        state.senders -= 1
                         return nil
                     }
-                    return first.slot
+                    state.queue[index].isSender = true
+                    return state.queue[index].slot
                 }
                 next?.tell(.send)
                 signal = await slot.wait()

@@ -34,8 +34,9 @@ public protocol MetadataStore: Sendable {
 
     /// Which of `hashes` the account has no chunk for, each once, in the order given.
     func missingChunks(_ hashes: [ChunkHash], of account: AccountID) async throws -> [ChunkHash]
-    /// The size of the account's chunk with this hash, or `nil` when it has none.
-    func chunkSize(_ hash: ChunkHash, of account: AccountID) async throws -> Int64?
+    /// The sizes of the account's chunks among `hashes` (at most 1,000), by hash; a hash the account has no chunk
+    /// for is left out.
+    func chunkSizes(_ hashes: [ChunkHash], of account: AccountID) async throws -> [ChunkHash: Int64]
     /// Records that the account has a chunk (its bytes are already stored), counting its size against the quota
     /// once. - Returns: `false` when the account had it already.
     /// - Throws: ``ProtocolError/Code/quotaExceeded`` when a new chunk would take the account over its quota.
@@ -92,6 +93,11 @@ public protocol MetadataStore: Sendable {
 }
 
 extension MetadataStore {
+    /// The size of the account's chunk with this hash, or `nil` when it has none.
+    public func chunkSize(_ hash: ChunkHash, of account: AccountID) async throws -> Int64? {
+        try await chunkSizes([hash], of: account)[hash]
+    }
+
     /// Commits a version sent with its whole manifest.
     public func commit(_ version: VersionRecord, in container: ContainerKey) async throws -> ItemResponse {
         try await commit(VersionPayload(version), in: container)

@@ -157,6 +157,63 @@ struct ItemRequestBatcherTests {
     }
 }
 
+@Suite("A batcher may keep several batches on their way")
+struct RequestBatcherConcurrencyTests {
+    /// A service of numbers that answers each with ten times itself, holding every batch until told to answer one,
+    /// and counting the batches on their way at once.
+    final class HeldService: Sendable {
+        struct Log {
+            var batches: [[Int]] = []
+            var onTheirWay = 0
+            var mostOnTheirWay = 0
+        }
+        let log = Mutex(Log())
+        private let gate: AsyncStream<Void>
+        private let opening: AsyncStream<Void>.Continuation
+
+        init() { (gate, opening) = AsyncStream.makeStream(of: Void.self) }
+
+        func answerOne() { opening.yield() }
+
+        func send(_ numbers: [Int]) async -> [Result<Int, any Error>] {
+            log.withLock { log in
+                log.batches.append(numbers)
+                log.onTheirWay += 1
+                log.mostOnTheirWay = max(log.mostOnTheirWay, log.onTheirWay)
+            }
+            for await _ in gate { break }
+            log.withLock { $0.onTheirWay -= 1 }
+            return numbers.map { .success($0 * 10) }
+        }
+    }
+
+    @Test("Two batches on their way at once, never three; each operation goes once and each caller gets its own answer")
+    func twoBatchesAtOnce() async throws {
+        let service = HeldService()
+        let batcher = RequestBatcher<Int, Int>(maximumCount: 4, maximumBytes: 1 << 20, concurrency: 2, size: { _ in 1 })
+        {
+            await service.send($0)
+        }
+        let first = Task { try await batcher.submit(0) }
+        #expect(await eventually { service.log.withLock { $0.batches.count } == 1 })
+        let second = Task { try await batcher.submit(1) }
+        #expect(await eventually { service.log.withLock { $0.batches.count } == 2 }, "a second batch goes at once")
+        let others = (2..<12).map { number in Task { try await batcher.submit(number) } }
+        #expect(await eventually { batcher.queuedCount == 10 })
+        #expect(service.log.withLock { $0.batches.count } == 2, "no third batch while two are on their way")
+
+        for _ in 0..<5 { service.answerOne() }
+        #expect(try await first.value == 0)
+        #expect(try await second.value == 10)
+        for (number, task) in zip(2..., others) { #expect(try await task.value == number * 10) }
+        let log = service.log.withLock { $0 }
+        #expect(log.mostOnTheirWay == 2)
+        #expect(log.batches.flatMap { $0 }.sorted() == Array(0..<12), "each operation went once")
+        #expect(log.batches.dropFirst(2).allSatisfy { $0.count <= 4 })
+        #expect(log.batches.count == 5, "the ten waiting went in three batches of at most four")
+    }
+}
+
 extension Result {
     fileprivate var thrownError: Failure? {
         if case .failure(let error) = self { return error }

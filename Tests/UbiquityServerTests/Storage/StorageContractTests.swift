@@ -144,6 +144,11 @@ struct StorageContractTests {
             // Another account has none of them, and pays for its own.
             #expect(try await store.missingChunks(asked, of: grace.account.id) == [a.hash, b.hash, c.hash])
             #expect(try await store.chunkSize(a.hash, of: grace.account.id) == nil)
+            #expect(
+                try await store.chunkSizes(asked + [filling.hash], of: ada.account.id)
+                    == [a.hash: 40, b.hash: 30, c.hash: 50, filling.hash: 30], "sizes asked together, each once")
+            #expect(try await store.chunkSizes(asked, of: grace.account.id) == [:])
+            #expect(try await store.chunkSizes([], of: ada.account.id) == [:])
             #expect(try await store.addChunk(a, to: grace.account.id) == true)
             #expect(try await grace.storedAccount().usedBytes == 40)
             #expect(try await ada.storedAccount().usedBytes == 150)

@@ -76,13 +76,12 @@ extension RouteEnvironment {
             let container = try context.container()
             let body = try await decode(ChunkFetchRequest.self, from: request)
             try body.validate()
+            let sizes = try await store.chunkSizes(body.hashes, of: container.account)
             var seen = Set<ChunkHash>()
             var found: [(hash: ChunkHash, size: Int64)] = []
             for hash in body.hashes where seen.insert(hash).inserted {
                 // Left out unless it is both recorded and on disk, as a single download answers it not found.
-                guard let size = try await store.chunkSize(hash, of: container.account),
-                    try await chunks.contains(hash, of: container.account)
-                else { continue }
+                guard let size = sizes[hash], try await chunks.contains(hash, of: container.account) else { continue }
                 found.append((hash, size))
             }
             let (metrics, chunks, account, sending) = (metrics, chunks, container.account, found)

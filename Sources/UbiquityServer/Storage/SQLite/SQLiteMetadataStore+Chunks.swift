@@ -6,11 +6,20 @@ extension SQLiteMetadataStore {
         try await pool.read { db in try Self.missing(hashes, of: account, in: db) }
     }
 
-    public func chunkSize(_ hash: ChunkHash, of account: AccountID) async throws -> Int64? {
-        try await pool.read { db in
-            try db.fetchOne(
-                Int64.self, sql: "SELECT size FROM chunk WHERE account_id = ? AND hash = ?",
-                arguments: [account.string, hash.string])
+    public func chunkSizes(_ hashes: [ChunkHash], of account: AccountID) async throws -> [ChunkHash: Int64] {
+        guard !hashes.isEmpty else { return [:] }
+        let unique = Array(Set(hashes))
+        return try await pool.read { db in
+            var sizes: [ChunkHash: Int64] = [:]
+            for start in stride(from: 0, to: unique.count, by: 500) {
+                let batch = unique[start..<min(start + 500, unique.count)]
+                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+                let rows = try Row.fetchAll(
+                    db, sql: "SELECT hash, size FROM chunk WHERE account_id = ? AND hash IN (\(marks))",
+                    arguments: StatementArguments([account.string] + batch.map(\.string)))
+                for row in rows { sizes[try ChunkHash(row["hash"] as String)] = row["size"] }
+            }
+            return sizes
         }
     }
 
