@@ -37,10 +37,11 @@ public protocol MetadataStore: Sendable {
     /// The sizes of the account's chunks among `hashes` (at most 1,000), by hash; a hash the account has no chunk
     /// for is left out.
     func chunkSizes(_ hashes: [ChunkHash], of account: AccountID) async throws -> [ChunkHash: Int64]
-    /// Records that the account has a chunk (its bytes are already stored), counting its size against the quota
-    /// once. - Returns: `false` when the account had it already.
-    /// - Throws: ``ProtocolError/Code/quotaExceeded`` when a new chunk would take the account over its quota.
-    func addChunk(_ chunk: ChunkReference, to account: AccountID) async throws -> Bool
+    /// Records, in one transaction and in order, that the account has these chunks (their bytes are already
+    /// stored), counting each new one's size against the quota once. A new chunk that would take the account over its
+    /// quota is refused alone (``ChunkAddition/refused(_:)``, with ``ProtocolError/Code/quotaExceeded``) and the
+    /// next ones are still tried.
+    func addChunks(_ chunks: [ChunkReference], to account: AccountID) async throws -> [ChunkAddition]
 
     // MARK: Items and versions
 
@@ -92,7 +93,28 @@ public protocol MetadataStore: Sendable {
     func keyValues(in container: ContainerKey, since: ChangeToken?) async throws -> KeyValueChanges
 }
 
+/// What recording one chunk did (``MetadataStore/addChunks(_:to:)``).
+public enum ChunkAddition: Sendable, Equatable {
+    /// The chunk is new to the account and counted against its quota.
+    case added
+    /// The account had it already.
+    case known
+    /// Not recorded: the account's quota has no room for it.
+    case refused(ProtocolError)
+}
+
 extension MetadataStore {
+    /// Records that the account has a chunk (see ``addChunks(_:to:)``).
+    /// - Returns: `false` when the account had it already.
+    /// - Throws: ``ProtocolError/Code/quotaExceeded`` when a new chunk would take the account over its quota.
+    public func addChunk(_ chunk: ChunkReference, to account: AccountID) async throws -> Bool {
+        switch try await addChunks([chunk], to: account).first {
+        case .added: return true
+        case .known, nil: return false
+        case .refused(let error): throw error
+        }
+    }
+
     /// The size of the account's chunk with this hash, or `nil` when it has none.
     public func chunkSize(_ hash: ChunkHash, of account: AccountID) async throws -> Int64? {
         try await chunkSizes([hash], of: account)[hash]

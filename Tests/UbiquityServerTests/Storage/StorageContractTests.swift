@@ -152,6 +152,32 @@ struct StorageContractTests {
             #expect(try await store.addChunk(a, to: grace.account.id) == true)
             #expect(try await grace.storedAccount().usedBytes == 40)
             #expect(try await ada.storedAccount().usedBytes == 150)
+
+            // Several at once, in one transaction and in order: each new one counted once, one the quota has no
+            // room for refused alone.
+            try await store.setQuota(100, of: grace.account.id)
+            let big = ChunkReference(hash: Fixtures.randomHash(), size: 50)
+            let small = ChunkReference(hash: Fixtures.randomHash(), size: 10)
+            let outcomes = try await store.addChunks([b, a, big, b, small, big], to: grace.account.id)
+            #expect(outcomes.count == 6)
+            #expect(Array(outcomes.prefix(2)) == [.added, .known])
+            if case .refused(let error) = outcomes[2] {
+                #expect(error.code == .quotaExceeded)
+            } else {
+                Issue.record("40 + 30 + 50 bytes is over the 100-byte quota, but \(outcomes[2])")
+            }
+            #expect(Array(outcomes[3...4]) == [.known, .added], "a chunk that fits still goes")
+            if case .refused(let error) = outcomes[5] {
+                #expect(error.code == .quotaExceeded)
+            } else {
+                Issue.record("40 + 30 + 10 + 50 bytes is over the 100-byte quota, but \(outcomes[5])")
+            }
+            #expect(try await grace.storedAccount().usedBytes == 80)
+            #expect(
+                try await store.chunkSizes([big.hash, small.hash, b.hash], of: grace.account.id) == [
+                    small.hash: 10, b.hash: 30,
+                ])
+            #expect(try await store.addChunks([], to: grace.account.id) == [])
         }
     }
 

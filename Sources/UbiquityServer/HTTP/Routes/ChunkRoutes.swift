@@ -179,11 +179,15 @@ extension RouteEnvironment {
             current?.upload?.cancel()
             throw error
         }
-        for (upload, hash) in uploads {
+        for (upload, _) in uploads {
             metrics.bytesIn.increment(by: upload.byteCount)
             metrics.chunksIn.increment()
-            _ = try await store.addChunk(ChunkReference(hash: hash, size: upload.byteCount), to: account)
         }
+        // Recorded together, in one transaction; a chunk the quota has no room for refuses the request, and the
+        // others, which fit, stay recorded.
+        let outcomes = try await store.addChunks(
+            uploads.map { ChunkReference(hash: $0.hash, size: $0.upload.byteCount) }, to: account)
+        for case .refused(let error) in outcomes { throw error }
         return count
     }
 
