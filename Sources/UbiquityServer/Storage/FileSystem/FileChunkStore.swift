@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOPosix
 import Synchronization
 import UbiquityProtocol
 
@@ -61,18 +62,25 @@ public struct FileChunkStore: ChunkStore {
         return ChunkReader(size: size) { try file.next(pieceSize: pieceSize) }
     }
 
-    /// Checks every upload's hash first, then flushes all the files, renames them into place, and flushes each
-    /// folder once: the flushes of a batch overlap instead of each waiting for the disk in turn.
+    /// Checks every upload's hash first (each file's writing to disk starts as it is sealed), then flushes all the
+    /// files, renames them into place, and flushes each folder once: the files of a batch go to the disk together
+    /// instead of each waiting for the disk in turn. The flushes run on NIO's blocking-work threads, never on the
+    /// few threads every request's tasks share.
     public func finish(_ uploads: [(upload: any ChunkUpload, hash: ChunkHash)]) async throws {
         let files = uploads.compactMap { $0.upload as? FileChunkUpload }
         guard files.count == uploads.count else {
             for (upload, _) in uploads { upload.cancel() }
             throw POSIXError(.EINVAL)
         }
+        let hashes = uploads.map(\.hash)
+        try await NIOThreadPool.singleton.runIfActive { try Self.finish(files, hashes) }
+    }
+
+    private static func finish(_ files: [FileChunkUpload], _ hashes: [ChunkHash]) throws {
         var sealed: [(upload: FileChunkUpload, file: Int32, hash: ChunkHash)] = []
         defer { for entry in sealed { close(entry.file) } }
         do {
-            for (upload, (_, hash)) in zip(files, uploads) {
+            for (upload, hash) in zip(files, hashes) {
                 sealed.append((upload, try upload.seal(expecting: hash), hash))
             }
         } catch {
