@@ -105,9 +105,13 @@ extension ContainerSync {
         // The file may have been saved over since it was chunked: a file gone or shorter, or bytes the service finds
         // other than their hash (it checks every chunk, so the engine does not hash them twice), mean the content is
         // read again.
+        // A batch's chunks mostly come from one file: it is opened once for them, not once a chunk.
+        var opened: (url: URL, file: any DiskFile)?
         for (hash, source) in batch {
-            guard let file = try? disk.openFileForReading(at: source.file),
-                let bytes = file.read(at: source.offset, count: Int(source.size))
+            if opened?.url != source.file {
+                opened = (try? disk.openFileForReading(at: source.file)).map { (source.file, $0) }
+            }
+            guard let file = opened?.file, let bytes = file.read(at: source.offset, count: Int(source.size))
             else { throw ContentChangedWhileRead() }
             chunks.append((hash, ByteBuffer(bytes: bytes)))
             total += source.size
