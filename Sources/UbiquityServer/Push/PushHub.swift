@@ -28,6 +28,13 @@ public final class PushHub: Sendable {
     /// The number of open connections.
     public var connectionCount: Int { state.withLock { $0.outputs.count } }
 
+    /// How many connections are subscribed to a container of this identifier, in any account.
+    public func subscriberCount(to container: ContainerID) -> Int {
+        state.withLock { state in
+            state.subscribers.reduce(0) { $0 + ($1.key.container == container ? $1.value.count : 0) }
+        }
+    }
+
     /// Registers a connection of `account`; its messages arrive on the returned stream.
     public func connect(account: AccountID) -> (Connection, AsyncStream<PushMessage>) {
         let (stream, continuation) = AsyncStream.makeStream(

@@ -163,7 +163,9 @@ struct KeyValueSyncTests {
             let running = engines.map { engine in Task { try await engine.run() } }
             defer { for task in running { task.cancel() } }
             let heard = Heard(desktop)
-            try await Task.sleep(for: .milliseconds(300))  // both engines up and subscribed
+            #expect(
+                await eventually { service.service.hub.subscriberCount(to: Self.container) == 2 },
+                "both engines subscribed to the container's news")
             try await laptop.setKeyValues(["sortOrder": .string("aisle")])
             #expect(
                 await eventually {
