@@ -136,18 +136,20 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    /// Waits (at most `timeout`) for the child to end; returns whether it did. The waiting happens on a Dispatch
-    /// thread, polling every 2 ms, never on Swift concurrency's shared threads.
+    /// Waits (at most `timeout`) for the child to end; returns whether it did. The waiting happens on a thread of
+    /// its own, polling every 2 ms: not on a Dispatch global queue, which on Linux is the pool Swift concurrency's
+    /// tasks share (tests waiting for children there held its threads, and work queued behind them — NIO's name
+    /// lookups for a connection to `localhost` among it — waited past its deadlines).
     public func waitForExit(timeout: Duration) async -> Bool {
         guard isRunning else { return true }
         return await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
+            Thread {
                 let deadline = ContinuousClock.now + timeout
                 // Polling: no wait for a child's end takes a time limit (waitid has none), and the limit is what
                 // lets a test report a hung child instead of hanging itself.
                 while self.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
                 continuation.resume(returning: !self.isRunning)
-            }
+            }.start()
         }
     }
 

@@ -1,6 +1,7 @@
 import ChildProcess
 import Foundation
 import Testing
+import UbiquityTestSupport
 
 @Suite("ubiquity demo --documents")
 struct DemoCommandTests {
@@ -10,13 +11,11 @@ struct DemoCommandTests {
         let process = try ChildProcess(
             executable, arguments: ["demo", "--documents"], standardInput: .nullDevice, standardOutput: .pipe,
             standardError: .sameAsStandardOutput)
-        // The demo takes seconds: wait for it on a Dispatch thread, not on one the other tests share.
-        let data = try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                let data = Result { try process.readAllOutput() }
-                process.waitUntilExit()
-                continuation.resume(with: data)
-            }
+        // The demo takes seconds: wait for it on a thread of its own, not on one the other tests share.
+        let data = try await offPool {
+            let data = Result { try process.readAllOutput() }
+            process.waitUntilExit()
+            return try data.get()
         }
         let text = String(decoding: data, as: UTF8.self)
         #expect(process.terminationStatus == 0, "\(text)")

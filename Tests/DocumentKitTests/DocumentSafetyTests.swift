@@ -1,6 +1,7 @@
 import DocumentKit
 import Foundation
 import Testing
+import UbiquityTestSupport
 
 @Suite("Document safety and porting")
 @MainActor
@@ -121,14 +122,9 @@ struct DocumentSafetyTests {
         #expect(await document.save(to: url, for: .forCreating))
         // Off the main actor: the document answers the deletion notice there (as with Apple's API, a coordinated
         // write on the main thread would wait for a presenter that needs that thread).
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            DispatchQueue.global().async {
-                continuation.resume(
-                    with: Result {
-                        try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url in
-                            try FileManager.default.removeItem(at: url)
-                        }
-                    })
+        try await offPool {
+            try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url in
+                try FileManager.default.removeItem(at: url)
             }
         }
         await waitUntil("the deletion closes the document") { document.documentState.contains(.closed) }

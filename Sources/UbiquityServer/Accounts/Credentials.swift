@@ -1,7 +1,7 @@
 import Crypto
-import Dispatch
 import Foundation
 import HummingbirdBcrypt
+import NIOPosix
 import UbiquityProtocol
 
 /// Password hashing (bcrypt) and device-token secrets (random, stored only as SHA-256).
@@ -47,10 +47,10 @@ public enum Credentials {
         Array(SHA256.hash(data: Data(secret.utf8)))
     }
 
-    /// Runs CPU-heavy work on a Dispatch queue so it does not hold one of the few concurrency threads.
+    /// Runs CPU-heavy work (bcrypt) on NIO's blocking-work threads, so it does not hold one of the few threads every
+    /// request's tasks share: a Dispatch global queue would not do, since on Linux it is that very pool.
     private static func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: work()) }
-        }
+        // The singleton pool is never shut down, so the work always runs.
+        (try? await NIOThreadPool.singleton.runIfActive { work() }) ?? work()
     }
 }
