@@ -45,6 +45,19 @@ enum Loopback {
 
 /// Programs the benchmarks compare with, found on `PATH`.
 enum InstalledProgram {
+    /// Everything `process` (already running) prints on `output` until it ends, once it has ended. The blocking read
+    /// and wait happen on a thread of their own: not a Dispatch global queue, which on Linux is the pool Swift
+    /// concurrency's tasks share.
+    static func output(of process: Process, on output: Pipe) async -> String {
+        await withCheckedContinuation { continuation in
+            Thread {
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: String(decoding: data, as: UTF8.self))
+            }.start()
+        }
+    }
+
     /// The executable named `name` on `PATH`, if any.
     static func named(_ name: String) -> URL? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"

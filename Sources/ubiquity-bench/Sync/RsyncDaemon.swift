@@ -62,14 +62,7 @@ struct RsyncDaemon {
         client.standardError = output
         let start = ContinuousClock.now
         try client.run()
-        // Read on a Dispatch thread: the read blocks until the client ends.
-        let printed = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                client.waitUntilExit()
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
+        let printed = await InstalledProgram.output(of: client, on: output)
         let duration = ContinuousClock.now - start
         guard client.terminationStatus == 0 else {
             throw BenchError("rsync exited with \(client.terminationStatus): \(printed)")

@@ -139,14 +139,7 @@ struct SyncthingPair {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // Read on a Dispatch thread: the read blocks until the process ends.
-        let printed = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                process.waitUntilExit()
-                continuation.resume(returning: String(decoding: data, as: UTF8.self))
-            }
-        }
+        let printed = await InstalledProgram.output(of: process, on: output)
         guard process.terminationStatus == 0 else {
             throw BenchError("syncthing \(arguments.joined(separator: " ")) exited with \(process.terminationStatus)")
         }

@@ -96,6 +96,9 @@ struct PartialScanTests {
             var found: Set<ScanChange> = []
             let deadline = ContinuousClock.now + .seconds(60)
             repeat {
+                // The watcher hands its bursts to a callback; between them the file-system events are still on
+                // their way in the kernel and the watcher's debounce, and nothing tells when the next one is due, so
+                // the collector is looked at every 10 ms (the loop's end is the event: the paths cover the change).
                 if bursts.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
                 scope = scope.union(bursts.take())
                 guard case .paths(let paths) = scope else { break }
