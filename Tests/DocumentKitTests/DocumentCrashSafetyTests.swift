@@ -1,6 +1,7 @@
 import ChildProcess
 import Foundation
 import Testing
+import UbiquityTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -14,7 +15,7 @@ import Testing
 ///
 /// SIGKILL loses nothing already in the page cache, so these tests prove atomic replacement, not durability against
 /// power loss (the fsyncs).
-@Suite("Document crash safety")
+@Suite("Document crash safety", .ownThread())
 struct DocumentCrashSafetyTests {
     @Test("a flat document is whole after SIGKILL at any instant of a save loop")
     func flatDocumentSurvivesKills() async throws {

@@ -1,8 +1,9 @@
 import DocumentKit
 import Foundation
 import Testing
+import UbiquityTestSupport
 
-@Suite("FileCoordinator across processes")
+@Suite("FileCoordinator across processes", .ownThread())
 struct FileCoordinatorCrossProcessTests {
     @Test("another process's coordinated write keeps this process's reader out until it lets go")
     func writeInAnotherProcessExcludesReader() throws {

@@ -2,8 +2,9 @@ import DocumentKit
 import Foundation
 import Synchronization
 import Testing
+import struct UbiquityTestSupport.OwnThreadTrait
 
-@Suite("FileCoordinator locking in one process")
+@Suite("FileCoordinator locking in one process", .ownThread())
 struct FileCoordinatorLockingTests {
     @Test("concurrent readers are inside the same item at once")
     func readersOverlap() throws {

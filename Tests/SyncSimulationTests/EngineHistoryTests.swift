@@ -13,6 +13,8 @@ import UbiquityTestSupport
 struct EngineHistoryTests {
     /// Histories per slice. The suite's tests run one at a time: side by side, four slices and the stale-check run
     /// kept both cores busy through the suite's first minutes, and other suites' requests ran out of their deadlines.
+    /// Each runs on a thread of its own at normal priority (`offPool`, not niced): the engine's state databases are
+    /// SQLite's, whose allocator takes a lock every thread in the process shares.
     static let slice: UInt64 = 100
 
     @Test(
@@ -20,7 +22,7 @@ struct EngineHistoryTests {
         arguments: 0..<4)
     func historiesConverge(slice: Int) async throws {
         let first = UInt64(slice) * Self.slice + 1
-        let failures = try await inBackground {
+        let failures = try await offPool {
             var failures: [EngineHistory.Failure] = []
             for seed in first..<first + Self.slice {
                 do {
@@ -59,7 +61,7 @@ struct EngineHistoryTests {
 
     @Test("An engine whose checks see the past (a check outside the lock, then the act) loses saves, and is caught")
     func staleChecksAreCaught() async throws {
-        let caught = try await inBackground {
+        let caught = try await offPool {
             var configuration = EngineHistory.Configuration()
             configuration.staleChecks = true
             for seed in UInt64(1)...200 {
@@ -74,7 +76,7 @@ struct EngineHistoryTests {
         let failure = try #require(caught, "no history caught the stale checks")
         #expect(failure.problems.contains { $0.hasPrefix("lost:") }, "\(failure)")
         // The same seed with the real checks is fine.
-        let fixed = try await inBackground { () -> String? in
+        let fixed = try await offPool { () -> String? in
             do {
                 try EngineHistory(seed: failure.seed).run()
                 return nil

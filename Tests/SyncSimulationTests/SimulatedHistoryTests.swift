@@ -6,7 +6,7 @@ import UbiquityTestSupport
 /// Thousands of seeded histories of 2 to 4 devices running the real planner against a simulated world: partitions,
 /// crashes between an operation's effect and its record, operations completing in any order, same-tick edits. A
 /// failing history prints its seed and trace; `ubiquity-bench sim --seed N` replays it.
-@Suite("Simulation: seeded histories of several devices")
+@Suite("Simulation: seeded histories of several devices", .ownThread(.background))
 struct SimulatedHistoryTests {
     @Test("2,000 seeded histories converge: every device holds the service's items, nothing saved is lost")
     func historiesConverge() async throws {

@@ -19,6 +19,48 @@ struct KeyValueLimitsTests {
         limits.violation(store: store, puts: puts, removes: removes)?.code
     }
 
+    @Test("the check with the store's size kept by the caller agrees with applying each batch and counting again")
+    func keptSizeAgreesWithRecount() {
+        let limits = KeyValueLimits(maximumTotalBytes: 300, maximumKeyCount: 6, maximumKeyBytes: 3)
+        var random = SplitMix(state: 0x5eed)
+        let keys = ["a", "b", "c", "d", "e", "f", "g", "h", "long"]
+        var store: [String: PropertyListValue] = [:]
+        var bytes = 0
+        var accepted = 0
+        for _ in 0..<5_000 {
+            var puts: [String: PropertyListValue] = [:]
+            var removes: Set<String> = []
+            for _ in 0..<Int(random.next() % 4) {
+                let key = keys[Int(random.next() % UInt64(keys.count))]
+                puts[key] = .string(String(repeating: "x", count: Int(random.next() % 40)))
+            }
+            for _ in 0..<Int(random.next() % 3) { removes.insert(keys[Int(random.next() % UInt64(keys.count))]) }
+            // The oracle: apply the batch to a copy and count it whole.
+            var applied = store
+            for key in removes { applied[key] = nil }
+            applied.merge(puts) { _, new in new }
+            let expected: ProtocolError.Code? =
+                if puts.keys.contains(where: { $0.isEmpty || $0.utf8.count > 3 }) {
+                    .keyValueKeyTooLong
+                } else if applied.count > 6 {
+                    .keyValueTooManyKeys
+                } else if KeyValueLimits.size(of: applied) > 300 {
+                    .keyValueStoreTooLarge
+                } else {
+                    nil
+                }
+            let (error, after) = limits.violation(store: store, bytes: bytes, puts: puts, removes: removes)
+            #expect(error?.code == expected)
+            if error == nil {
+                store = applied
+                accepted += 1
+            }
+            #expect(after == KeyValueLimits.size(of: store))
+            bytes = after
+        }
+        #expect(accepted > 500, "the batches both fit and break the limits")
+    }
+
     @Test("Apple's numbers")
     func numbers() {
         #expect(limits.maximumTotalBytes == 1_048_576)
@@ -91,5 +133,18 @@ struct KeyValueLimitsTests {
         #expect(error.code == .keyValueKeyTooLong)
         #expect(error.message.contains("64"))
         #expect(code([:], puts: ["big": huge]) == .keyValueStoreTooLarge)
+    }
+}
+
+/// A seeded generator (SplitMix64), so a failing sequence replays.
+private struct SplitMix {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

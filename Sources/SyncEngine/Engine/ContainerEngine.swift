@@ -113,6 +113,10 @@ public struct ContainerEngine: Service {
                     for await event in push.events() {
                         switch event {
                         case .connected, .message(.changed), .message(.keyValueChanged): trigger.yield()
+                        case .disconnected(let reason, let retryIn):
+                            logger.notice(
+                                "push connection lost; polling until it is back",
+                                metadata: ["reason": "\(reason)", "retry in": "\(retryIn)"])
                         default: break
                         }
                     }

@@ -24,7 +24,12 @@ import UbiquityProtocol
 /// limits is also told as a ``ChangeReason/quotaViolationChange``. ``setValue(_:forKey:)`` throws the same errors.
 public final class UbiquitousKeyValueStore: Sendable {
     struct State {
-        var values: [String: PropertyListValue] = [:]
+        var values: [String: PropertyListValue] = [:] {
+            didSet { bytes = nil }
+        }
+        /// The size of `values` as the limits count it, once worked out: a write then checks the limits in time
+        /// proportional to itself, not to the store (a thousand writes of a key each would otherwise take seconds).
+        var bytes: Int?
         /// Keys written here whose write the engine has not taken yet: refreshes from the engine leave them alone.
         var pending: [String: Int] = [:]
         var lastError: ProtocolError?
@@ -119,7 +124,10 @@ public final class UbiquitousKeyValueStore: Sendable {
         let refusal = state.withLock { state -> ProtocolError? in
             let puts = batch.compactMapValues { $0 }
             let removes = Set(batch.filter { $0.value == nil }.keys)
-            if let error = limits.violation(store: state.values, puts: puts, removes: removes) {
+            let before = state.bytes ?? KeyValueLimits.size(of: state.values)
+            let (error, after) = limits.violation(store: state.values, bytes: before, puts: puts, removes: removes)
+            if let error {
+                state.bytes = before
                 state.lastError = error
                 return error
             }
@@ -129,6 +137,7 @@ public final class UbiquitousKeyValueStore: Sendable {
                 state.outgoing[key] = .some(value)
                 state.outgoingCounts[key, default: 0] += 1
             }
+            state.bytes = after
             writes.yield(.wake)
             return nil
         }

@@ -30,6 +30,11 @@ public struct KeyValueLimits: Hashable, Sendable, Codable {
         key.utf8.count + value.canonicalJSON().count
     }
 
+    /// The bytes a whole store counts for.
+    public static func size(of store: [String: PropertyListValue]) -> Int {
+        store.reduce(0) { $0 + size(key: $1.key, value: $1.value) }
+    }
+
     /// The first limit that applying a batch to `store` would break, or `nil` if the batch fits.
     ///
     /// The batch is applied as a whole: first `removes`, then `puts` (so a key in both ends up put). Limits are
@@ -40,24 +45,48 @@ public struct KeyValueLimits: Hashable, Sendable, Codable {
     public func violation(
         store: [String: PropertyListValue], puts: [String: PropertyListValue], removes: Set<String> = []
     ) -> ProtocolError? {
+        violation(store: store, bytes: Self.size(of: store), puts: puts, removes: removes).error
+    }
+
+    /// ``violation(store:puts:removes:)`` for a store whose size (``size(of:)``) the caller keeps, in time
+    /// proportional to the batch rather than the store; also the store's size once the batch applied (its size now
+    /// when refused).
+    public func violation(
+        store: [String: PropertyListValue], bytes: Int, puts: [String: PropertyListValue],
+        removes: Set<String> = []
+    ) -> (error: ProtocolError?, bytes: Int) {
         for key in puts.keys.sorted() where key.isEmpty || key.utf8.count > maximumKeyBytes {
-            return ProtocolError(
+            let error = ProtocolError(
                 .keyValueKeyTooLong,
                 "key \"\(key.prefix(80))\" is \(key.utf8.count) bytes; keys are 1 to \(maximumKeyBytes) bytes")
+            return (error, bytes)
         }
-        var result = store
-        for key in removes { result[key] = nil }
-        result.merge(puts) { _, new in new }
-        guard result.count <= maximumKeyCount else {
-            return ProtocolError(
-                .keyValueTooManyKeys, "the store would hold \(result.count) keys; the limit is \(maximumKeyCount)")
+        var count = store.count
+        var total = bytes
+        for key in removes where puts[key] == nil {
+            guard let old = store[key] else { continue }
+            count -= 1
+            total -= Self.size(key: key, value: old)
         }
-        let total = result.reduce(0) { $0 + Self.size(key: $1.key, value: $1.value) }
+        for (key, value) in puts {
+            if let old = store[key] {
+                total -= Self.size(key: key, value: old)
+            } else {
+                count += 1
+            }
+            total += Self.size(key: key, value: value)
+        }
+        guard count <= maximumKeyCount else {
+            let error = ProtocolError(
+                .keyValueTooManyKeys, "the store would hold \(count) keys; the limit is \(maximumKeyCount)")
+            return (error, bytes)
+        }
         guard total <= maximumTotalBytes else {
-            return ProtocolError(
+            let error = ProtocolError(
                 .keyValueStoreTooLarge, "the store would hold \(total) bytes; the limit is \(maximumTotalBytes)")
+            return (error, bytes)
         }
-        return nil
+        return (nil, total)
     }
 
     /// Refuses a batch that would break a limit (see ``violation(store:puts:removes:)``).

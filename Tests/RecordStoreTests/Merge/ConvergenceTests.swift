@@ -1,12 +1,13 @@
 import Foundation
 import SyncSimulation
 import Testing
+import UbiquityTestSupport
 
 @testable import RecordStore
 
 /// Random saves on three devices, their logs delivered in random orders and more than once: every device ends
 /// with the same store, object for object and link for link.
-@Suite("Record store convergence")
+@Suite("Record store convergence", .ownThread(.computing))
 struct ConvergenceTests {
     @Test("three devices converge whatever the order and number of times their logs arrive", arguments: 0..<300)
     func converge(seed: UInt64) throws {

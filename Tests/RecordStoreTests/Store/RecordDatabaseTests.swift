@@ -3,11 +3,12 @@ import GRDB
 import GRDBSQLite
 import SyncSimulation
 import Testing
+import UbiquityTestSupport
 
 @testable import RecordStore
 
 /// The store's database against the in-memory merge it must equal, on real SQLite files.
-@Suite("Record store database")
+@Suite("Record store database", .ownThread(.computing))
 struct RecordDatabaseTests {
     @Test(
         "the database holds what the in-memory merge holds, whatever the order and repeats of its logs",

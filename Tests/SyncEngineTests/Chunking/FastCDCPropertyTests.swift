@@ -1,9 +1,10 @@
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 @testable import SyncEngine
 
-@Suite("FastCDC: sizes, coverage and resynchronisation")
+@Suite("FastCDC: sizes, coverage and resynchronisation", .ownThread(.background))
 struct FastCDCPropertyTests {
     static let random = splitMixBytes(count: 16 << 20, seed: 42)
 

@@ -7,7 +7,7 @@ import UbiquityTestSupport
 
 /// The cross-check: the Python reference, written from the paper's pseudo-code and not from the Swift, must find the
 /// same cut points on inputs neither has seen before.
-@Suite("FastCDC: agrees with the independent Python reference")
+@Suite("FastCDC: agrees with the independent Python reference", .ownThread(.background))
 struct FastCDCReferenceTests {
     /// Configurations that make many chunks of small inputs, so the Python side stays quick, plus the default.
     static let configurations: [FastCDC.Configuration] = [

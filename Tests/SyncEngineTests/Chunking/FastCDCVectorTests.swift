@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 @testable import SyncEngine
 
@@ -46,7 +47,7 @@ private func hex64(_ value: UInt64) -> String {
     return "0x" + String(repeating: "0", count: 16 - digits.count) + digits
 }
 
-@Suite("FastCDC: the checked-in test vectors")
+@Suite("FastCDC: the checked-in test vectors", .ownThread(.background))
 struct FastCDCVectorTests {
     static let file = try! VectorFile.load()
 
