@@ -4,8 +4,10 @@ import UbiquityProtocol
 /// The executor's loop: plan, run the batch (one lane per item, a few items at a time), plan again — until every
 /// item is in step, or what is left failed for a reason of its own (recorded on the item) or waits.
 extension ContainerSync {
-    /// How many items' operations run at once.
-    static let operationWindow = 8
+    /// How many items' operations run at once: enough that the creations, commits and chunks of many small files
+    /// meet in the request batchers (at 8, a request carried one or two files' worth). What large transfers hold in
+    /// memory is bounded apart from this (``largeUploadCount``, the chunk batcher's window).
+    static let operationWindow = 32
 
     /// The most operations one item gets in one round; an item that needs more is left for the next round (a file
     /// rewritten faster than it can be read, say), so a round always ends.

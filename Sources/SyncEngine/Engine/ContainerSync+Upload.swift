@@ -74,8 +74,19 @@ extension ContainerSync {
             batches[batches.count - 1].append((hash, source))
             filled += source.size
         }
-        let (service, container, disk) = (service, container, disk)
         let work = batches.filter { !$0.isEmpty }
+        // Many large uploads at once would each hold a few batches of chunks in memory: a few go at a time.
+        if pending > Self.smallUploadBytes {
+            try await largeUploads.withSlot { try await send(work, of: item) }
+        } else {
+            try await send(work, of: item)
+        }
+    }
+
+    /// Sends `work` (batches of chunks and where to read them) for `item`, a few batches at a time, counting each
+    /// into the item's upload progress as it is answered.
+    private func send(_ work: [[(ChunkHash, LocalContent.Source)]], of item: LocalItem) async throws {
+        let (service, container, disk, smallUploads) = (service, container, disk, smallUploads)
         let window = max(1, Self.transferWindow / 2)
         try await withThrowingTaskGroup(of: Int64.self) { group in
             var next = 0
@@ -85,7 +96,10 @@ extension ContainerSync {
                     let batch = work[next]
                     next += 1
                     running += 1
-                    group.addTask { try await Self.upload(batch, service: service, container: container, disk: disk) }
+                    group.addTask {
+                        try await Self.upload(
+                            batch, service: service, container: container, disk: disk, smallUploads: smallUploads)
+                    }
                 } else if let done = try await group.next() {
                     running -= 1
                     advanceTransfer(of: item, by: done)
@@ -94,11 +108,12 @@ extension ContainerSync {
         }
     }
 
-    /// Reads a batch of chunks from their files and uploads them in one request.
+    /// Reads a batch of chunks from their files and uploads them in one request: a small batch (a small file's) in
+    /// one request with the other operations' small batches sent meanwhile (``smallUploads``).
     /// - Returns: Their length in all.
     private static func upload(
         _ batch: [(ChunkHash, LocalContent.Source)], service: any SyncService, container: ContainerID,
-        disk: any LocalDisk
+        disk: any LocalDisk, smallUploads: RequestBatcher<[UploadChunk], Void>
     ) async throws -> Int64 {
         var chunks: [(hash: ChunkHash, bytes: ByteBuffer)] = []
         var total: Int64 = 0
@@ -117,11 +132,59 @@ extension ContainerSync {
             total += source.size
         }
         do {
-            try await service.uploadChunks(chunks, in: container)
+            if total <= smallUploadBytes {
+                try await smallUploads.submit(chunks)
+            } else {
+                try await service.uploadChunks(chunks, in: container)
+            }
         } catch let error as ProtocolError where error.code == .chunkHashMismatch {
             throw ContentChangedWhileRead()
         }
         return total
+    }
+
+    /// One chunk going up: its hash and bytes.
+    typealias UploadChunk = (hash: ChunkHash, bytes: ByteBuffer)
+
+    /// Batches of chunks up to this many bytes go up together with other operations' (many small files saved at
+    /// once cost a request for many, not one each); larger ones go on their own, several at once.
+    static let smallUploadBytes: Int64 = 256 << 10
+
+    /// How many uploads larger than ``smallUploadBytes`` read and send their chunks at once.
+    static let largeUploadCount = 8
+
+    /// The small chunk uploads of concurrent operations, sent to `service` as one request. A request refused (a
+    /// chunk whose bytes are not its hash's, a quota) is sent again an operation at a time, so each operation hears
+    /// of its own refusal and no other.
+    static func uploadBatcher(service: any SyncService, container: ContainerID) -> RequestBatcher<[UploadChunk], Void> {
+        uploadBatcher { try await service.uploadChunks($0, in: container) }
+    }
+
+    /// ``uploadBatcher(service:container:)`` sending each request with `upload`.
+    static func uploadBatcher(
+        upload: @escaping @Sendable ([UploadChunk]) async throws -> Void
+    ) -> RequestBatcher<[UploadChunk], Void> {
+        RequestBatcher(
+            maximumCount: chunkBatchCount, maximumBytes: chunkBatchBytes,
+            size: { $0.reduce(0) { $0 + $1.bytes.readableBytes } }
+        ) { operations in
+            var seen = Set<ChunkHash>()
+            do {
+                try await upload(operations.joined().filter { seen.insert($0.hash).inserted })
+                return operations.map { _ in .success(()) }
+            } catch is ProtocolError where operations.count > 1 {
+                var results: [Result<Void, any Error>] = []
+                for operation in operations {
+                    do {
+                        try await upload(operation)
+                        results.append(.success(()))
+                    } catch {
+                        results.append(.failure(error))
+                    }
+                }
+                return results
+            }
+        }
     }
 
     /// An item changed between the identity taken before reading it and the one after.

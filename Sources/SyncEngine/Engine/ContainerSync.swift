@@ -61,6 +61,11 @@ public actor ContainerSync {
     /// The chunk downloads of concurrent operations (many small files, a large file's next chunks), sent to
     /// `service` together.
     nonisolated let chunkRequests: RequestBatcher<ChunkReference, Data>
+    /// The small chunk uploads of concurrent operations (many small files), sent to `service` together.
+    nonisolated let smallUploads: RequestBatcher<[UploadChunk], Void>
+    /// The uploads larger than ``smallUploadBytes`` under way (``largeUploadCount`` at most), whatever the number of
+    /// operations under way.
+    nonisolated let largeUploads = TransferSlots(largeUploadCount)
     /// This device, as versions name it.
     public nonisolated let device: SavingDevice
     /// How content is treated.
@@ -104,6 +109,7 @@ public actor ContainerSync {
         self.service = service ?? client
         self.itemRequests = ItemRequestBatcher(service: service ?? client, container: layout.container)
         self.chunkRequests = Self.chunkBatcher(service: service ?? client, container: layout.container)
+        self.smallUploads = Self.uploadBatcher(service: service ?? client, container: layout.container)
         self.device = device
         self.configuration = configuration
         self.state = try state ?? LocalStateStore(url: layout.stateDatabase)
