@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import SyncEngine
 
 /// Ubiquity's benchmarks. Run in release mode: `swift run -c release ubiquity-bench <name>`.
 ///
@@ -40,6 +41,8 @@ struct Bench: AsyncParsableCommand {
             for benchmark in Benchmark.all { print(benchmark.name) }
             return
         }
+        // The engines and the service run in this process as `ubiquity sync` and `ubiquity server` run in theirs.
+        AllocatorArenas.limitToCores()
         let selected = name == "all" ? Benchmark.all : Benchmark.all.filter { $0.name == name }
         guard !selected.isEmpty else {
             throw ValidationError("no benchmark named \(name.debugDescription); `list` prints the names")

@@ -63,6 +63,8 @@ struct EngineProcess {
 
     /// In the child: runs the engine, answering each line of standard input with memory figures until it closes.
     static func serve(_ specification: Specification) async throws {
+        // As `ubiquity sync` does.
+        AllocatorArenas.limitToCores()
         let baseline = ProcessMemory.current
         let layout = ContainerLayout(
             root: URL(fileURLWithPath: specification.root, isDirectory: true),

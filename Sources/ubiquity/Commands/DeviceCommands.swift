@@ -209,6 +209,7 @@ struct SyncCommand: AsyncParsableCommand {
             return
         }
         print("syncing \(layout.folder.path) with \(profile.server); stop with Ctrl-C")
+        AllocatorArenas.limitToCores()
         let engine = ContainerEngine(sync: sync, pushToken: profile.token, logger: logger)
         try await ServiceGroup(
             configuration: .init(services: [engine], gracefulShutdownSignals: [.sigint, .sigterm], logger: logger)

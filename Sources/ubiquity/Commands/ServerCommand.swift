@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import SyncEngine
 import UbiquityServer
 
 /// `ubiquity server`: run the sync service, and manage its accounts.
@@ -56,6 +57,7 @@ extension ServerCommand {
         }
 
         func run() async throws {
+            AllocatorArenas.limitToCores()
             var logger = Logger(label: "ubiquity.server")
             logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
             var configuration = ServerConfiguration(
