@@ -180,7 +180,8 @@ let package = Package(
             name: "DocumentKitTests",
             dependencies: ["ChildProcess", "DocumentKit", "document-test-helper", "ubiquity", "UbiquityTestSupport"]
         ),
-        .testTarget(name: "UbiquityProtocolTests", dependencies: ["UbiquityProtocol"]),
+        // The simulation's seeded generator makes the randomized protocol tests replayable.
+        .testTarget(name: "UbiquityProtocolTests", dependencies: ["SyncSimulation", "UbiquityProtocol"]),
         // Vectors/ holds the chunker's test vectors and the Python reference that made them; the tests read them.
         .testTarget(
             name: "SyncEngineTests",

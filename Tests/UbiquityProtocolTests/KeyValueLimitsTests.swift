@@ -1,4 +1,5 @@
 import Foundation
+import SyncSimulation
 import Testing
 
 @testable import UbiquityProtocol
@@ -22,7 +23,7 @@ struct KeyValueLimitsTests {
     @Test("the check with the store's size kept by the caller agrees with applying each batch and counting again")
     func keptSizeAgreesWithRecount() {
         let limits = KeyValueLimits(maximumTotalBytes: 300, maximumKeyCount: 6, maximumKeyBytes: 3)
-        var random = SplitMix(state: 0x5eed)
+        var random = SeededGenerator(seed: 0x5eed)
         let keys = ["a", "b", "c", "d", "e", "f", "g", "h", "long"]
         var store: [String: PropertyListValue] = [:]
         var bytes = 0
@@ -133,18 +134,5 @@ struct KeyValueLimitsTests {
         #expect(error.code == .keyValueKeyTooLong)
         #expect(error.message.contains("64"))
         #expect(code([:], puts: ["big": huge]) == .keyValueStoreTooLarge)
-    }
-}
-
-/// A seeded generator (SplitMix64), so a failing sequence replays.
-private struct SplitMix {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import SyncEngine
 import Testing
 
 #if canImport(Glibc)
@@ -43,64 +43,25 @@ public struct OwnThreadTrait: TestTrait, SuiteTrait, TestScoping {
     ) async throws {
         // A suite, or a parameterized test as a whole: its cases get threads of their own.
         guard testCase != nil else { return try await function() }
-        let gated = work != .waiting
-        if gated { await Self.computeSlots.take() }
-        let executor = ThreadTaskExecutor(name: test.name, niced: work == .background)
-        defer {
-            executor.stop()
-            if gated { Self.computeSlots.give() }
+        let niced = work == .background
+        func run() async throws {
+            let executor = ThreadTaskExecutor(name: test.name, niced: niced)
+            defer { executor.stop() }
+            try await withTaskExecutorPreference(executor) { try await function() }
         }
-        try await withTaskExecutorPreference(executor) { try await function() }
+        if work == .waiting { return try await run() }
+        try await Self.computeSlots.withSlot { try await run() }
     }
 
     /// The computing tests under way, at most one per core: more would only share the cores, each holding its memory
     /// and (for the parameterized ones) a database of its own for longer.
-    static let computeSlots = AsyncSlots(ProcessInfo.processInfo.activeProcessorCount)
+    static let computeSlots = TransferSlots(ProcessInfo.processInfo.activeProcessorCount)
 }
 
 extension Trait where Self == OwnThreadTrait {
     /// Each test runs on a thread of its own (see ``OwnThreadTrait``); `work` says what it does there.
     public static func ownThread(_ work: OwnThreadTrait.Work = .waiting) -> Self {
         OwnThreadTrait(work: work)
-    }
-}
-
-/// A count of slots that tasks wait for without holding a thread.
-final class AsyncSlots: Sendable {
-    private struct State {
-        var free: Int
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-
-    private let state: Mutex<State>
-
-    init(_ count: Int) { state = Mutex(State(free: max(1, count))) }
-
-    /// Waits for a free slot and takes it.
-    func take() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let granted = state.withLock { state in
-                guard state.free > 0 else {
-                    state.waiters.append(continuation)
-                    return false
-                }
-                state.free -= 1
-                return true
-            }
-            if granted { continuation.resume() }
-        }
-    }
-
-    /// Gives a slot back: to the first waiter, if any.
-    func give() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard !state.waiters.isEmpty else {
-                state.free += 1
-                return nil
-            }
-            return state.waiters.removeFirst()
-        }
-        next?.resume()
     }
 }
 

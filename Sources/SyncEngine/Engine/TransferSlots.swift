@@ -1,8 +1,14 @@
 import Synchronization
 
-/// A count of places that operations wait for without holding a thread: the large uploads that may read their
-/// chunks into memory at once, whatever the number of operations under way.
-final class TransferSlots: Sendable {
+/// A count of places that tasks wait for without holding a thread: the engine's large uploads that may read their
+/// chunks into memory at once, whatever the number of operations under way (and the tests' computing suites, one a
+/// core).
+///
+/// ```swift
+/// let slots = TransferSlots(2)
+/// try await slots.withSlot { try await upload() }
+/// ```
+public final class TransferSlots: Sendable {
     private struct State {
         var free: Int
         var waiting: [CheckedContinuation<Void, Never>] = []
@@ -11,10 +17,12 @@ final class TransferSlots: Sendable {
     private let state: Mutex<State>
 
     /// Slots for `count` holders at once (at least one).
-    init(_ count: Int) { state = Mutex(State(free: max(1, count))) }
+    public init(_ count: Int) { state = Mutex(State(free: max(1, count))) }
 
     /// Runs `body` holding a slot, waiting for one first if all are taken; slots go to waiters in turn.
-    func withSlot<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async rethrows -> T {
+    public func withSlot<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async rethrows
+        -> T
+    {
         await take()
         defer { give() }
         return try await body()
