@@ -47,6 +47,12 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     let account: UbiquityIdentityToken?
     private let logger = Logger(label: "RecordStore.PersistentStore")
     private let compacting = Mutex(Compaction.Memory())
+    /// Writes the logs of saves into the container after the saves return.
+    let exporter: LogExporter
+    /// The option giving how long after the first log written since a flush the logs are flushed together (a
+    /// `Duration`; 1 s by default, zero to flush before a save's log is reported written, `nil` for only every
+    /// ``RecordDatabase/logsFlushedTogether`` logs).
+    static let logFlushDelayOption = "RecordStoreLogFlushDelay"
 
     init(
         type: StoreType, url: URL?, options: [String: any Sendable], model: ManagedObjectModel,
@@ -54,6 +60,17 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     ) throws(RecordStoreError) {
         self.binding = binding
         self.account = account
+        exporter = LogExporter(
+            flushDelay: options.keys.contains(Self.logFlushDelayOption)
+                ? options[Self.logFlushDelayOption] as? Duration : .seconds(1),
+            work: { store, logs, incomplete in store.writeLogs(logs, incomplete: incomplete) },
+            flush: { store in
+                do {
+                    try store.database.flushExportedLogs()
+                } catch {
+                    store.logger.error("the store's logs could not be made durable; tried again later: \(error)")
+                }
+            })
         baselineThreshold = options[RecordStoreBaselineThresholdOption] as? Int ?? Compaction.defaultThreshold
         let name = options[NSPersistentStoreUbiquitousContentNameKey] as? String
         let contentURL = options[NSPersistentStoreUbiquitousContentURLKey] as? URL
@@ -93,7 +110,12 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
             // Logs kept while the store had ubiquitous options go nowhere now; its saves keep none.
             _ = try? database.write { access in try access.db.execute(sql: "DELETE FROM rs_outbox") }
         }
-        didSave()
+        // Saves whose logs a crash kept from the container are there once the store is open.
+        writeLogs([], incomplete: true, opening: true)
+    }
+
+    deinit {
+        exporter.stop()
     }
 
     /// Whether `name` can name a store's content: a folder name that is neither hidden nor `..`, the same on every
@@ -131,24 +153,46 @@ public final class PersistentStore: Sendable, CustomStringConvertible {
     /// This device's folder of logs.
     let logFolder: URL?
 
-    /// Writes the logs of saves not yet in the container. A failure is logged and retried after the next save and
-    /// on the next open: the saves are safe in the outbox meanwhile.
-    /// - Parameter justSaved: The log of the save that asks, which need not be read back from the outbox.
-    func didSave(justSaved: RecordDatabase.KeptLog? = nil) {
+    /// Has the logs of saves not yet in the container written, after the save that asks has returned: `justSaved`,
+    /// its own log, is written from its bytes. A store without ubiquitous options writes none.
+    func didSave(justSaved: RecordDatabase.KeptLog?) {
+        guard logFolder != nil else { return }
+        exporter.request(justSaved, from: self)
+    }
+
+    /// Waits until the logs of every save this store made before the call are written to its folder of the container,
+    /// where the device's engine takes them (their flush to the disk follows in groups; a save itself is durable once
+    /// `save()` returns, and its log is kept in the store until the log is durable too). Saves write their logs after
+    /// they return, so that no save waits on the container's file system; this is for what must see the files, such
+    /// as a test of the container's contents or a tool that copies them. A store without ubiquitous options, or of an
+    /// account no longer signed in, returns at once.
+    public func waitUntilLogsWritten() {
+        exporter.waitUntilWritten()
+    }
+
+    /// Writes the logs of saves not yet in the container — `logs` from the bytes their saves kept, the others (all of
+    /// them when `incomplete`) read back from the outbox — then the store's progress, and a baseline when one is due.
+    /// A failure is logged and tried again after the next save and on the next open: the saves are safe in the outbox
+    /// meanwhile.
+    /// - Parameter opening: For the store being opened: the progress and baselines are looked at whatever was saved.
+    func writeLogs(_ logs: [RecordDatabase.KeptLog], incomplete: Bool, opening: Bool = false) {
         // A store without ubiquitous options keeps no logs (its outbox was emptied when it opened): a save is its
         // one transaction and its one flush.
         guard let logFolder else { return }
         // A save made as the account changed stays in the outbox: the container holds another account's content
         // now. It is written when this account's store is next opened.
         guard belongsToSignedInAccount else { return }
+        // Two contexts saving at once may ask out of their sequences' order.
+        let ordered = logs.sorted { $0.sequence < $1.sequence }
         do {
-            try database.exportOutbox(to: logFolder, justSaved: justSaved)
+            for log in ordered { try database.exportOutbox(to: logFolder, justSaved: log) }
+            if incomplete || ordered.isEmpty { try database.exportOutbox(to: logFolder) }
         } catch {
             logger.error("the store's logs could not be written; they are kept and written later: \(error)")
             return
         }
         do {
-            try compact(afterSave: true, saved: justSaved?.sequence)
+            try compact(afterSave: true, saved: opening ? nil : database.exportedSequence)
         } catch {
             logger.error("the store's progress or baseline could not be written: \(error)")
         }

@@ -138,6 +138,7 @@ public final class PersistentStoreCoordinator: Sendable {
             throw RecordStoreError(.storeNotAdded, "\(store) is not a store of this coordinator")
         }
         replace(store, with: nil)
+        store.waitUntilLogsWritten()
         do {
             try store.database.flushExportedLogs()
         } catch {

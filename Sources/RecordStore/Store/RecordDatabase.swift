@@ -24,9 +24,10 @@ final class RecordDatabase: Sendable {
     /// again with the same bytes.
     private let durable = Atomic<UInt64>(0)
 
-    /// How many logs are written before they are flushed together: a save's flush is its transaction's, and the
-    /// logs, kept in the outbox until flushed, cost one flush each per this many saves.
-    static let logsFlushedTogether = 32
+    /// How many logs are written, at most, before they are flushed together: a save's flush is its transaction's,
+    /// and its log, kept in the outbox until flushed, shares one flush of the file system with the others written
+    /// within a second (``PersistentStore``'s flush delay) or with this many.
+    static let logsFlushedTogether = 1_024
 
     private static let logger = Logger(label: "RecordStore.RecordDatabase")
 
@@ -34,13 +35,37 @@ final class RecordDatabase: Sendable {
         /// The folders whose leftover temporary files were removed since the database was opened (a killed write
         /// leaves one only before this open, so each folder is swept once), and that were made if missing.
         var swept: Set<URL> = []
-        /// Logs written and not flushed yet — with the descriptor a save's own log was written through, kept open
-        /// for its flush — and the sequence of the newest.
-        var unflushed: [(url: URL, descriptor: Int32?)] = []
+        /// How many logs were written and not flushed yet, and the sequence of the newest.
+        var unflushed = 0
         var newestUnflushed: UInt64 = 0
+        /// A descriptor of the folder of `unflushed`, opened before the first of them was written: the flush is one
+        /// `syncfs` through it, which reports any write-back error of the file system since it was opened.
+        var sync: (folder: URL, descriptor: Int32)?
         /// Set when a flush failed: the logs not known durable are written again from the outbox, even those whose
         /// file reads whole (a failed write-back leaves the page cache clean, so the file reads right and is not).
         var rewritesAll = false
+        /// Whether the outbox was written out since the database was opened.
+        var caughtUp = false
+
+        /// Opens the descriptor the flush of logs about to be written into `folder` goes through, unless one is open
+        /// (the export flushes the logs of another folder first).
+        mutating func prepareSync(of folder: URL) throws(RecordStoreError) {
+            guard sync == nil else { return }
+            let descriptor = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard descriptor >= 0 else {
+                let code = errno
+                throw RecordStoreError(
+                    .storeFailed, "\(folder.path) cannot be opened: \(String(cString: strerror(code)))")
+            }
+            sync = (folder, descriptor)
+        }
+
+        /// Forgets the logs written since the last flush, and closes the descriptor for theirs.
+        mutating func forgetUnflushed() {
+            if let sync { Foundation.close(sync.descriptor) }
+            sync = nil
+            unflushed = 0
+        }
     }
 
     /// A log a save just kept in the outbox: its sequence and bytes, handed to ``exportOutbox(to:justSaved:)`` so that
@@ -117,10 +142,7 @@ final class RecordDatabase: Sendable {
     /// Closes the database: later reads and writes fail.
     func close() throws(RecordStoreError) {
         // The descriptors kept for the next flush go too; logs not flushed stay in the outbox for the next open.
-        exporting.withLock { export in
-            for case (_, let descriptor?) in export.unflushed { Foundation.close(descriptor) }
-            export.unflushed = []
-        }
+        exporting.withLock { export in export.forgetUnflushed() }
         do {
             if let pool = writer as? DatabasePool { try pool.close() }
             if let queue = writer as? DatabaseQueue { try queue.close() }
@@ -170,6 +192,9 @@ final class RecordDatabase: Sendable {
         // Two contexts saving at once export one at a time: each removes what a killed write left, never the
         // other's file being written.
         try exporting.withLock { export throws(RecordStoreError) -> Int in
+            if let sync = export.sync, sync.folder != folder { try flush(&export) }
+            // Written already, with every log before it: the export writes the outbox's logs in order.
+            if let justSaved, justSaved.sequence <= exported.load(ordering: .acquiring) { return 0 }
             if let justSaved, justSaved.sequence == exported.load(ordering: .acquiring) + 1,
                 export.swept.contains(folder), writeNewLog(justSaved, in: folder, export: &export)
             {
@@ -180,13 +205,14 @@ final class RecordDatabase: Sendable {
     }
 
     /// Writes a save's log as a new file of `folder`, without Foundation's URLs or a search for a file of its name:
-    /// a temporary file of the safe writer's naming, renamed into place, its descriptor kept for the flush.
+    /// a temporary file of the safe writer's naming, renamed into place, flushed later with the others.
     /// - Returns: Whether it was written; on `false` nothing was, and the outbox's export writes it.
     private func writeNewLog(_ log: KeptLog, in folder: URL, export: inout Export) -> Bool {
         let name = Self.logFileName(log.sequence)
         let folderPath = folder.path
         let destination = folderPath + "/" + name
         let temporary = folderPath + "/." + name + "." + String(UInt64.random(in: 0...UInt64.max), radix: 16) + ".tmp"
+        guard (try? export.prepareSync(of: folder)) != nil else { return false }
         let descriptor = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { return false }
         let written = log.bytes.withUnsafeBytes { bytes -> Bool in
@@ -199,15 +225,15 @@ final class RecordDatabase: Sendable {
             }
             return true
         }
+        Foundation.close(descriptor)
         guard written, rename(temporary, destination) == 0 else {
-            Foundation.close(descriptor)
             unlink(temporary)
             return false
         }
-        export.unflushed.append((folder.appendingPathComponent(name), descriptor))
+        export.unflushed += 1
         export.newestUnflushed = log.sequence
         exported.store(log.sequence, ordering: .releasing)
-        if export.unflushed.count >= Self.logsFlushedTogether {
+        if export.unflushed >= Self.logsFlushedTogether {
             do {
                 try flush(&export)
             } catch {
@@ -219,9 +245,7 @@ final class RecordDatabase: Sendable {
     }
 
     deinit {
-        exporting.withLock { export in
-            for case (_, let descriptor?) in export.unflushed { Foundation.close(descriptor) }
-        }
+        exporting.withLock { export in export.forgetUnflushed() }
     }
 
     /// Removes what killed writes of logs left in `folder`: `.<log name>.<hex>.tmp`, the safe writer's temporaries.
@@ -235,6 +259,9 @@ final class RecordDatabase: Sendable {
             SafeFileWriter.removeTree(at: folder.appendingPathComponent(name))
         }
     }
+
+    /// The newest log written to the container since the database was opened.
+    var exportedSequence: UInt64 { exported.load(ordering: .acquiring) }
 
     /// The newest log made durable in the container since the database was opened (see `durable`).
     var durableSequence: UInt64 { durable.load(ordering: .acquiring) }
@@ -265,7 +292,14 @@ final class RecordDatabase: Sendable {
             // A write that a crash cut short left its temporary file (only this store writes here): swept once, as
             // listing the folder for each save would cost more than the save once the folder fills.
             if export.swept.insert(folder).inserted { Self.removeStaleTemporaries(in: folder) }
+            try export.prepareSync(of: folder)
+            // Once the outbox was written out after the open, a log not written since has no file: no crash came
+            // between (unless a flush failed, and then every log not known durable is written again).
+            let fresh = export.caughtUp && !export.rewritesAll
             for (sequence, bytes) in pending {
+                if fresh, writeNewLog(KeptLog(sequence: sequence, bytes: bytes), in: folder, export: &export) {
+                    continue
+                }
                 let destination = folder.appendingPathComponent(Self.logFileName(sequence))
                 // Already there whole (the outbox keeps logs until they are flushed): flushed with the others, not
                 // written again, which would look like a change to the engine and to every other device.
@@ -277,7 +311,7 @@ final class RecordDatabase: Sendable {
                         try SafeFileWriter.writeFile(bytes, to: temporary, synchronizes: false)
                     }
                 }
-                export.unflushed.append((destination, nil))
+                export.unflushed += 1
                 export.newestUnflushed = sequence
             }
         } catch {
@@ -286,7 +320,8 @@ final class RecordDatabase: Sendable {
         }
         exported.store(pending.last!.0, ordering: .releasing)
         export.rewritesAll = false
-        if export.unflushed.count >= Self.logsFlushedTogether { try flush(&export) }
+        export.caughtUp = true
+        if export.unflushed >= Self.logsFlushedTogether { try flush(&export) }
         return pending.count
     }
 
@@ -299,8 +334,7 @@ final class RecordDatabase: Sendable {
             // A flush that failed is never tried again on the same files: Linux reports a lost write-back once and
             // marks the pages clean, so a second try would succeed without the bytes being on the disk. The logs since
             // the last durable one are written again from the outbox, which keeps them meanwhile.
-            for case (_, let descriptor?) in export.unflushed { Foundation.close(descriptor) }
-            export.unflushed = []
+            export.forgetUnflushed()
             export.rewritesAll = true
             exported.store(durable.load(ordering: .acquiring), ordering: .releasing)
             throw error
@@ -308,36 +342,41 @@ final class RecordDatabase: Sendable {
     }
 
     private func flushUnflushed(_ export: inout Export) throws(RecordStoreError) {
-        do {
-            for (index, log) in export.unflushed.enumerated() {
-                if let descriptor = log.descriptor {
-                    guard fsync(descriptor) == 0 else {
-                        let code = errno
-                        throw RecordStoreError(
-                            .storeFailed, "\(log.url.path) cannot be made durable: \(String(cString: strerror(code)))")
-                    }
-                    Foundation.close(descriptor)
-                    export.unflushed[index].descriptor = nil
-                } else {
-                    try SafeFileWriter.synchronizeItem(at: log.url)
-                }
-            }
-            for folder in Set(export.unflushed.map { $0.url.deletingLastPathComponent() }) {
-                try SafeFileWriter.synchronizeDirectory(at: folder)
-            }
-        } catch let error as RecordStoreError {
-            throw error
-        } catch {
-            throw RecordStoreError(.storeFailed, "the store's logs cannot be made durable", underlying: error)
+        guard let sync = export.sync else { return }
+        // One flush of the file system for every log written since the descriptor was opened, and their names.
+        guard Self.syncFileSystem(sync.descriptor) == 0 else {
+            let code = errno
+            throw RecordStoreError(
+                .storeFailed,
+                "the logs in \(sync.folder.path) cannot be made durable: \(String(cString: strerror(code)))")
         }
-        export.unflushed = []
+        export.forgetUnflushed()
         durable.store(export.newestUnflushed, ordering: .releasing)
     }
 
-    /// Flushes the logs written and not flushed yet, for a store being removed.
+    /// `syncfs(2)`: flushes the file system of `descriptor`, and reports any write-back error on it since the
+    /// descriptor was opened. Glibc's Swift module leaves it out; where the C library has none, all is flushed.
+    private static func syncFileSystem(_ descriptor: Int32) -> Int32 {
+        guard let syncfs = syncfs else {
+            sync()
+            return 0
+        }
+        return syncfs(descriptor)
+    }
+
+    private static let syncfs: (@convention(c) (Int32) -> Int32)? = {
+        #if os(Linux)
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "syncfs") else { return nil }
+            return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
+        #else
+            return nil
+        #endif
+    }()
+
+    /// Flushes the logs written and not flushed yet: for a store being removed, or whose saves paused.
     func flushExportedLogs() throws(RecordStoreError) {
         try exporting.withLock { export throws(RecordStoreError) in
-            guard !export.unflushed.isEmpty else { return }
+            guard export.unflushed > 0 else { return }
             try flush(&export)
         }
     }

@@ -92,6 +92,7 @@ enum RecordImportBenchmark {
             try context.save()
             context.reset()
         }
+        coordinator.persistentStores[0].waitUntilLogsWritten()
         let folder = content.appendingPathComponent(RecordBench.contentName, isDirectory: true)
             .appendingPathComponent(coordinator.persistentStores[0].identifier, isDirectory: true)
         let logs = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".log") }

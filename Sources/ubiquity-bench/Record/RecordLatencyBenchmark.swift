@@ -116,6 +116,8 @@ enum RecordLatencyBenchmark {
         guard let content = store.ubiquitousContentFolder,
             let targetContent = target.persistentStores[0].ubiquitousContentFolder
         else { throw BenchError("the stores are not ubiquitous") }
+        // The save wrote its log after it returned.
+        store.waitUntilLogsWritten()
         let folder = content.appendingPathComponent(store.identifier, isDirectory: true)
         // Log names are zero-padded sequence numbers: the newest sorts last.
         guard

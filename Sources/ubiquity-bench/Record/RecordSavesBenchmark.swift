@@ -3,14 +3,15 @@ import GRDB
 import RecordStore
 
 /// `record.saves`: 1,000 saves of one new item each in one context, against GRDB committing 1,000 transactions of
-/// one insert each in WAL mode with `synchronous = FULL`, the setting `RecordDatabase` asks for; and, beside it,
-/// with `synchronous = NORMAL`, which is what `RecordDatabase` runs with today: it asks for FULL in
-/// `prepareDatabase`, and a GRDB pool sets NORMAL on its writer after that, as it switches it to WAL.
+/// one insert each in WAL mode with `synchronous = FULL`, the setting `RecordDatabase` runs with; and, beside it,
+/// with `synchronous = NORMAL`, what a GRDB pool sets on its writer by default.
 ///
-/// The store is ubiquitous (each save's log written safely to the content folder) or local. Each round writes into
-/// new databases, the four in a rotating order; medians of five rounds after a short warm-up round. Rounds keep
-/// their files until the end: ext4 without a journal skips inodes freed in the last minute or more when it makes a
-/// file, so deleting a round's thousand logs would slow the next round's. Target: at most 2× GRDB.
+/// The store is ubiquitous or local. A ubiquitous save keeps its log in its transaction, and the log is written to
+/// the content folder after the save returns, on a thread of the store's; the time until the last log is written is
+/// reported beside the saves'. Each round writes into new databases, the four in a rotating order; medians of five
+/// rounds after a short warm-up round. Rounds keep their files until the end: ext4 without a journal skips inodes
+/// freed in the last minute or more when it makes a file, so deleting a round's thousand logs would slow the next
+/// round's. Target: at most 2× GRDB.
 ///
 /// Beside them, the floor a ubiquitous save stands on here: 1,000 files of a log's size written by hand as a save
 /// writes its log (a temporary file created, written, closed and renamed into place, unflushed), whose time this
@@ -31,6 +32,7 @@ enum RecordSavesBenchmark {
     static func run(in scratch: URL) throws {
         let values = (0..<saves).map(ItemValues.init)
         var totals: [Variant: [Duration]] = [:]
+        var untilWritten: [Variant: [Duration]] = [:]
         for round in 0...rounds {
             let folder = scratch.appendingPathComponent("saves-\(round)", isDirectory: true)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -38,8 +40,11 @@ enum RecordSavesBenchmark {
             // Rotate which goes first, so that none always follows another's writeback.
             for offset in 0..<Variant.allCases.count {
                 let variant = Variant(rawValue: (offset + round) % Variant.allCases.count)!
-                let time = try measure(variant, batch, in: folder)
-                if round > 0 { totals[variant, default: []].append(time) }
+                let (time, written) = try measure(variant, batch, in: folder)
+                if round > 0 {
+                    totals[variant, default: []].append(time)
+                    untilWritten[variant, default: []].append(written)
+                }
             }
         }
         let baseline = RecordBench.milliseconds(Measure.median(totals[.grdb]!))
@@ -62,6 +67,13 @@ enum RecordSavesBenchmark {
             BenchOutput.figure(
                 bench: name, case: label, metric: "us_per_log_file_by_hand", value: files * 1000 / Double(saves))
             if variant == .ubiquitous {
+                // Saves return before their logs are written: the time until the last log was written too.
+                let written = RecordBench.milliseconds(Measure.median(untilWritten[variant]!))
+                BenchOutput.figure(
+                    bench: name, case: label, metric: "us_per_save_until_logs_written",
+                    value: written * 1000 / Double(saves))
+                BenchOutput.figure(
+                    bench: name, case: label, metric: "ratio_until_logs_written_vs_grdb", value: written / baseline)
                 // Against what a ubiquitous save cannot do without: GRDB's transaction and a log's file.
                 BenchOutput.figure(
                     bench: name, case: label, metric: "ratio_vs_grdb_and_file_by_hand",
@@ -70,18 +82,24 @@ enum RecordSavesBenchmark {
         }
     }
 
-    /// Runs `variant` once in `folder`: the time of one save (or transaction) per value.
-    private static func measure(_ variant: Variant, _ values: [ItemValues], in folder: URL) throws -> Duration {
+    /// Runs `variant` once in `folder`: the time of one save (or transaction) per value, and until the saves' logs
+    /// were written too.
+    private static func measure(_ variant: Variant, _ values: [ItemValues], in folder: URL) throws
+        -> (Duration, Duration)
+    {
         switch variant {
         case .ubiquitous, .local:
             let place = RecordBench.place(ubiquitous: variant == .ubiquitous, in: folder)
             return try record(values, store: place.store, content: place.content)
         case .grdb:
-            return try grdb(values, at: folder.appendingPathComponent("grdb.sqlite"), synchronous: .full)
+            let time = try grdb(values, at: folder.appendingPathComponent("grdb.sqlite"), synchronous: .full)
+            return (time, time)
         case .grdbNormal:
-            return try grdb(values, at: folder.appendingPathComponent("grdb-normal.sqlite"), synchronous: .normal)
+            let time = try grdb(values, at: folder.appendingPathComponent("grdb-normal.sqlite"), synchronous: .normal)
+            return (time, time)
         case .files:
-            return try files(values.count, in: folder.appendingPathComponent("files", isDirectory: true))
+            let time = try files(values.count, in: folder.appendingPathComponent("files", isDirectory: true))
+            return (time, time)
         }
     }
 
@@ -105,15 +123,20 @@ enum RecordSavesBenchmark {
     }
 
     /// Inserts an item of each of `values` into one context of a new store, saving after each.
-    private static func record(_ values: [ItemValues], store url: URL, content: URL?) throws -> Duration {
+    /// - Returns: The time of the saves, and until their logs were written too.
+    private static func record(_ values: [ItemValues], store url: URL, content: URL?) throws -> (Duration, Duration) {
         let coordinator = try RecordBench.coordinator(store: url, content: content)
         let context = RecordBench.context(coordinator)
-        let time = try ContinuousClock().measure {
-            for value in values {
-                BenchItem.insert(value, into: context)
-                try context.save()
-            }
+        let clock = ContinuousClock()
+        let start = clock.now
+        for value in values {
+            BenchItem.insert(value, into: context)
+            try context.save()
         }
+        let time = clock.now - start
+        // Saves return before their logs are written (on a thread of the store's): the time until the last is.
+        coordinator.persistentStores[0].waitUntilLogsWritten()
+        let written = clock.now - start
         let saved = try RecordBench.context(coordinator).count(for: FetchRequest<BenchItem>())
         guard saved == values.count else { throw BenchError("the store holds \(saved) items, not \(values.count)") }
         if let content {
@@ -125,7 +148,7 @@ enum RecordSavesBenchmark {
                 throw BenchError("the newest log or baseline is \(newest ?? 0), not \(values.count)")
             }
         }
-        return time
+        return (time, written)
     }
 
     /// The sequence a file of a store's folder is named by: `<sequence>.log`, or `base-<sequence>.base`.

@@ -7,13 +7,14 @@ struct StoreFixture {
     let store: PersistentStore
 
     /// A store at `folder/name.sqlite`; with `content`, a ubiquitous store whose logs go to `content/Grocery/`.
-    /// With `baselineThreshold`, a baseline is written after that many saves.
+    /// With `baselineThreshold`, a baseline is written after that many saves; `options` are added to the store's.
     init(
         in folder: URL, name: String = "store", content: URL? = nil, model: ManagedObjectModel = TestModel.model,
-        baselineThreshold: Int? = nil
+        baselineThreshold: Int? = nil, options extra: [String: any Sendable] = [:]
     ) throws {
         coordinator = PersistentStoreCoordinator(managedObjectModel: model)
         var options: [String: any Sendable] = [NSMigratePersistentStoresAutomaticallyOption: true]
+        options.merge(extra) { _, new in new }
         if let content {
             options[NSPersistentStoreUbiquitousContentNameKey] = "Grocery"
             options[NSPersistentStoreUbiquitousContentURLKey] = content
@@ -33,6 +34,13 @@ struct StoreFixture {
 }
 
 extension ManagedObjectContext {
+    /// Saves, then waits until the logs of the save are in the container (saves write their logs after they return),
+    /// for a test that looks at the container's files or has another device import next.
+    func saveWritingLogs() throws {
+        try save()
+        for store in persistentStoreCoordinator?.persistentStores ?? [] { store.waitUntilLogsWritten() }
+    }
+
     /// Every object of `type`, by title or name.
     func all<T: ManagedObject>(_ type: T.Type, sortedBy key: KeyPath<T, String> & Sendable) throws -> [T] {
         try fetch(FetchRequest<T>(sortDescriptors: [SortDescriptor(key)]))

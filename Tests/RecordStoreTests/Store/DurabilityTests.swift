@@ -22,13 +22,16 @@ struct DurabilityTests {
     func logsFlushedTogether() throws {
         try withTemporaryFolder { folder in
             let content = folder.appendingPathComponent("content", isDirectory: true)
-            var fixture = try StoreFixture(in: folder, content: content)
+            // Flushed by their count alone, not by time, which a slow machine would make the test's to decide; no
+            // baseline takes the place of the logs.
+            let byCount: [String: any Sendable] = [PersistentStore.logFlushDelayOption: Duration?.none]
+            var fixture = try StoreFixture(in: folder, content: content, baselineThreshold: 1 << 20, options: byCount)
             let context = fixture.context()
             let item = Item(context: context)
             func save(_ count: Int) throws {
                 for _ in 0..<count {
                     item.quantity += 1
-                    try context.save()
+                    try context.saveWritingLogs()
                 }
             }
             func outbox(_ fixture: StoreFixture) throws -> [Int64] {
@@ -49,10 +52,34 @@ struct DurabilityTests {
             // The machine loses power before the newest logs are flushed: their files are gone.
             try fixture.coordinator.remove(fixture.store)
             for url in urls { try FileManager.default.removeItem(at: url) }
-            fixture = try StoreFixture(in: folder, content: content)
+            fixture = try StoreFixture(in: folder, content: content, baselineThreshold: 1 << 20, options: byCount)
             #expect(try urls.map { try Data(contentsOf: $0) } == bytes, "written again whole from the outbox")
             let files = try FileManager.default.contentsOfDirectory(atPath: logs.path).filter { $0.hasSuffix(".log") }
             #expect(files.count == flushed + 5)
+        }
+    }
+
+    @Test("logs are flushed once the saves pause, and the outbox then forgets them")
+    func logsFlushedWhenSavesPause() throws {
+        try withTemporaryFolder { folder in
+            // A pause of no time: every save's log is flushed before it is reported written.
+            let fixture = try StoreFixture(
+                in: folder, content: folder.appendingPathComponent("content", isDirectory: true),
+                options: [PersistentStore.logFlushDelayOption: Duration.zero])
+            let context = fixture.context()
+            let item = Item(context: context)
+            for _ in 0..<3 {
+                item.quantity += 1
+                try context.saveWritingLogs()
+            }
+            #expect(fixture.store.database.durableSequence == 3, "three logs, far fewer than flushed together")
+            item.quantity += 1
+            try context.saveWritingLogs()
+            let outbox = try fixture.store.database.read {
+                try Int64.fetchAll($0.db, sql: "SELECT sequence FROM rs_outbox")
+            }
+            #expect(outbox == [4], "the flushed logs went with the next save, which keeps its own until a later one")
+            #expect(fixture.store.database.durableSequence == 4)
         }
     }
 }

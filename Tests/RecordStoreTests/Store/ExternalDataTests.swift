@@ -57,7 +57,7 @@ struct ExternalDataTests {
             let icon = EntityDescription.insertNewObject(forEntityName: "Photo", into: context)
             icon.setValue("Icon", forKey: "name")
             icon.setValue(small, forKey: "image")
-            try context.save()
+            try context.saveWritingLogs()
 
             #expect(Self.files(of: storeA) == [Self.hash(large)])
             let kinds = try a.store.database.read { access in
@@ -81,7 +81,7 @@ struct ExternalDataTests {
             // Replaced: the new value's file is there and the old one is gone once the save committed.
             let larger = Self.bytes(AttributeDescription.externalStorageThreshold * 2, seed: 3)
             photo.setValue(larger, forKey: "image")
-            try context.save()
+            try context.saveWritingLogs()
             #expect(Self.files(of: storeA) == [Self.hash(larger)])
             _ = try b.coordinator.importUbiquitousContent()
             #expect(Self.files(of: storeB) == [Self.hash(larger)])
@@ -92,9 +92,9 @@ struct ExternalDataTests {
             let copy = EntityDescription.insertNewObject(forEntityName: "Photo", into: context)
             copy.setValue("Beach again", forKey: "name")
             copy.setValue(larger, forKey: "image")
-            try context.save()
+            try context.saveWritingLogs()
             copy.setValue(nil, forKey: "image")
-            try context.save()
+            try context.saveWritingLogs()
             #expect(Self.files(of: storeA) == [Self.hash(larger)])
             let laterOnA = a.context()
             #expect(try laterOnA.existingObject(with: photo.objectID).value(forKey: "image") as? Data == larger)
@@ -110,7 +110,7 @@ struct ExternalDataTests {
             let context = fixture.context()
             let photo = EntityDescription.insertNewObject(forEntityName: "Photo", into: context)
             photo.setValue(large, forKey: "image")
-            try context.save()
+            try context.saveWritingLogs()
             let file = ExternalData(storeURL: store).folder.appendingPathComponent(Self.hash(large))
 
             var damaged = large

@@ -252,12 +252,12 @@ struct RecordDatabaseTests {
             let context = fixture.context()
             let milk = Item(context: context)
             milk.title = "Milk"
-            try context.save()
+            try context.saveWritingLogs()
             let restored = try DatabaseQueue(path: folder.appendingPathComponent("restored.sqlite").path)
             try fixture.store.database.writer.backup(to: restored)
             try restored.close()
             milk.title = "Whole milk"
-            try context.save()
+            try context.saveWritingLogs()
 
             let back = try StoreFixture(in: folder, name: "restored", content: content)
             #expect(back.store.identifier == fixture.store.identifier)

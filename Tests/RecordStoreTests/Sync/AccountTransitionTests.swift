@@ -31,7 +31,7 @@ struct AccountTransitionTests {
             context.persistentStoreCoordinator = coordinator
             try context.performAndWait {
                 Item(context: context).title = "Milk"
-                try context.save()
+                try context.saveWritingLogs()
             }
 
             // Removed by hand here (another device's removal reaches this one the same way, by its engine).
@@ -53,7 +53,7 @@ struct AccountTransitionTests {
             #expect(left == 0, "the new store is empty")
             try context.performAndWait {
                 Item(context: context).title = "Bread"
-                try context.save()
+                try context.saveWritingLogs()
             }
             #expect(try logFolders(in: content) == [second.identifier], "the new store's logs start afresh")
             // The old store's file is kept, with what it held.
@@ -128,7 +128,7 @@ struct AccountTransitionTests {
                 forName: PersistentStoreCoordinator.storesWillChangeNotification, object: coordinator, queue: nil
             ) { _ in
                 context.performAndWait {
-                    try? context.save()
+                    try? context.saveWritingLogs()
                     context.reset()
                 }
             }
@@ -148,7 +148,7 @@ struct AccountTransitionTests {
             func insert(_ title: String, save: Bool = true) throws {
                 try context.performAndWait {
                     Item(context: context).title = title
-                    if save { try context.save() }
+                    if save { try context.saveWritingLogs() }
                 }
             }
             try insert("Ada's milk")

@@ -34,12 +34,12 @@ struct BaselineTests {
                     let item = Item(context: onA)
                     item.title = "Item \(index)"
                     if index.isMultiple(of: 3) { item.tags = [family] }
-                    try onA.save()
+                    try onA.saveWritingLogs()
                     ids.append(item.objectID)
                 }
                 // A delete after the baseline and one before it: the new device must see both gone.
                 onA.delete(try onA.existingObject(with: ids[1]))
-                try onA.save()
+                try onA.saveWritingLogs()
             }
             let aFolder = content.appendingPathComponent("Grocery/\(a.store.identifier)")
             // B is known to the content but holds none of A's saves: A keeps every log.
@@ -82,7 +82,7 @@ struct BaselineTests {
             try withExtendedLifetime(onA) {
                 let first = Item(context: onA)
                 first.title = "Before"
-                try onA.save()
+                try onA.saveWritingLogs()
             }
             let away = try #require(offline)
             try away.coordinator.importUbiquitousContent()
@@ -96,11 +96,11 @@ struct BaselineTests {
                 for index in 1...9 {
                     let item = Item(context: onA)
                     item.title = "While away \(index)"
-                    try onA.save()
+                    try onA.saveWritingLogs()
                 }
                 let before = try #require(try onA.all(Item.self, sortedBy: \.title).first { $0.title == "Before" })
                 before.note = "changed while away"
-                try onA.save()
+                try onA.saveWritingLogs()
             }
             try a.coordinator.importUbiquitousContent()
             let logs = try files(in: aFolder).filter { $0.hasSuffix(".log") }
@@ -140,7 +140,7 @@ struct BaselineTests {
             try withExtendedLifetime(context) {
                 for title in ["Milk", "Bread", "Eggs"] {
                     Item(context: context).title = title
-                    try context.save()
+                    try context.saveWritingLogs()
                 }
             }
             let own = grocery.appendingPathComponent(a.store.identifier, isDirectory: true)
@@ -164,9 +164,9 @@ struct BaselineTests {
                     item.note = title == "Milk" ? nil : "wholemeal"
                     item.tags = [tag]
                 }
-                try context.save()
+                try context.saveWritingLogs()
                 context.delete(try #require(try context.all(Item.self, sortedBy: \.title).first))
-                try context.save()
+                try context.saveWritingLogs()
             }
             let baseline = try store.store.database.read { try $0.baseline() }
             let bytes = baseline.encoded()

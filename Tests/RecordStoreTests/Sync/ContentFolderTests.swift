@@ -64,7 +64,7 @@ struct ContentFolderTests {
             for title in ["Milk", "Bread"] {
                 let item = Item(context: onA)
                 item.title = title
-                try onA.save()
+                try onA.saveWritingLogs()
             }
             let logs = content.appendingPathComponent("Grocery/\(a.store.identifier)", isDirectory: true)
             let names = try FileManager.default.contentsOfDirectory(atPath: logs.path).filter { $0.hasSuffix(".log") }
@@ -109,12 +109,12 @@ struct ContentFolderTests {
                     item.title = "Item \(save).\(index)"
                     return item
                 }
-                try onA.save()
+                try onA.saveWritingLogs()
                 saved.append(items.map(\.objectID))
             }
             let first = try onA.existingObject(with: saved[0][0])
             onA.delete(first)
-            try onA.save()
+            try onA.saveWritingLogs()
 
             // B imports A's seven logs as its store is added, at most five changed objects to a transaction.
             let coordinator = PersistentStoreCoordinator(managedObjectModel: TestModel.model, importBatchLimit: 5)
@@ -171,6 +171,52 @@ struct ContentFolderTests {
             let after = new.context()
             let item = try #require(try after.existingObject(with: tea) as? Item)
             #expect(item.title == "Tea")
+        }
+    }
+
+    @Test("saves of four contexts at once each leave one whole log in sequence, all written once the store is removed")
+    func concurrentSavesWriteEveryLog() async throws {
+        try await withTemporaryFolder { folder in
+            let content = folder.appendingPathComponent("TransactionLogs", isDirectory: true)
+            let a = try StoreFixture(in: folder, name: "a", content: content)
+            let (writers, saves) = (4, 25)
+            // Saves return before their logs are written, on a thread of the store's: four contexts saving at once
+            // ask for them out of order and faster than files are made.
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for writer in 0..<writers {
+                    let context = a.context()
+                    group.addTask {
+                        try await context.perform {
+                            for save in 0..<saves {
+                                let item = Item(context: context)
+                                item.title = "\(writer)-\(save)"
+                                try context.save()
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            // Removing the store waits for its logs and flushes them.
+            try a.coordinator.remove(a.store)
+            let logs = content.appendingPathComponent("Grocery/\(a.store.identifier)", isDirectory: true)
+            let files = try FileManager.default.contentsOfDirectory(atPath: logs.path)
+            #expect(files.allSatisfy { $0.hasSuffix(".log") || $0 == "progress" }, "no temporary file left: \(files)")
+            let names = files.filter { $0.hasSuffix(".log") }.sorted()
+            #expect(
+                names == (1...UInt64(writers * saves)).map(RecordDatabase.logFileName), "one log a save")
+            var titles: Set<String> = []
+            for (index, name) in names.enumerated() {
+                let log = try TransactionLog(decoding: Array(try Data(contentsOf: logs.appendingPathComponent(name))))
+                #expect(log.sequence == UInt64(index + 1) && log.device.uuidString == a.store.identifier)
+                for change in log.changes {
+                    if case .string(let title)? = change.values["title"] { titles.insert(title) }
+                }
+            }
+            #expect(titles.count == writers * saves, "every save's item is in its log")
+
+            let b = try StoreFixture(in: folder, name: "b", content: content)
+            #expect(try b.context().count(for: FetchRequest<Item>()) == writers * saves)
         }
     }
 }
