@@ -118,25 +118,78 @@ extension Stamp {
 // MARK: - What an app reads
 
 /// An object's attributes and stored to-one targets as the store holds them, unset attributes at their defaults:
-/// a value per column of its entity's table, in the columns' order, so that reading ten thousand rows makes ten
-/// thousand arrays rather than as many hashed tables.
+/// a value per column of its entity's table, in the columns' order. The snapshots a fetch reads share one buffer
+/// of its rows, as Core Data's row cache does, so that reading ten thousand rows makes one array rather than ten
+/// thousand; the buffer lives while an object of the fetch still holds its snapshot.
 struct ObjectSnapshot: Sendable, Hashable {
-    /// The properties `values` hold, in order.
+    /// The properties the snapshot holds values of, in order.
     let layout: SnapshotLayout
-    /// Each property's value.
-    var values: [RecordValue]
+    private let storage: Storage
+
+    private enum Storage: Sendable {
+        /// The snapshot's own values.
+        case own([RecordValue])
+        /// A fetch's rows, this snapshot's values from `start` on.
+        case shared(SnapshotRows, start: Int)
+    }
 
     /// The snapshot of an object that was never stored: every property reads as unset.
     static let empty = ObjectSnapshot(layout: .empty, values: [])
 
+    /// A snapshot with values of its own, one per property of `layout`.
+    init(layout: SnapshotLayout, values: [RecordValue]) {
+        self.layout = layout
+        storage = .own(values)
+    }
+
+    /// The snapshot of the row of `rows` whose values start at `start`.
+    init(layout: SnapshotLayout, rows: SnapshotRows, start: Int) {
+        self.layout = layout
+        storage = .shared(rows, start: start)
+    }
+
+    /// Each property's value, in the layout's order.
+    var values: ArraySlice<RecordValue> {
+        switch storage {
+        case .own(let values): values[...]
+        case .shared(let rows, let start): rows.values[start..<start + layout.properties.count]
+        }
+    }
+
+    /// The value of the property at `position` in the layout.
+    subscript(position position: Int) -> RecordValue {
+        switch storage {
+        case .own(let values): values[position]
+        case .shared(let rows, let start): rows.values[start + position]
+        }
+    }
+
     /// The value of `property`; `nil` for a property the snapshot does not hold.
     subscript(property: String) -> RecordValue? {
-        layout.position(of: property).map { values[$0] }
+        layout.position(of: property).map { self[position: $0] }
     }
 
     /// The values by property name.
     var byProperty: [String: RecordValue] {
         Dictionary(zip(layout.properties, values), uniquingKeysWith: { first, _ in first })
+    }
+
+    static func == (lhs: ObjectSnapshot, rhs: ObjectSnapshot) -> Bool {
+        lhs.layout == rhs.layout && lhs.values.elementsEqual(rhs.values)
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(layout)
+        for value in values { hasher.combine(value) }
+    }
+}
+
+/// The rows a fetch read, one after another, each a value per property of its entity's layout.
+final class SnapshotRows: Sendable {
+    let values: [RecordValue]
+
+    init(_ values: [RecordValue]) {
+        self.values = values
     }
 }
 
@@ -193,7 +246,9 @@ extension StoreAccess {
         let condition = filter.map { " AND \($0.condition)" } ?? ""
         let statement = try db.cachedStatement(
             sql: "SELECT id, \(table.snapshotColumns) FROM \(table.name) WHERE _live = 1\(condition)")
-        var snapshots: [(ManagedObjectID, ObjectSnapshot)] = []
+        // The rows' values in one buffer the snapshots share, and their ids.
+        var ids: [ManagedObjectID] = []
+        var values: [RecordValue] = []
         let external = external
         try statement.forEachRow { bindings in
             for argument in filter?.arguments ?? [] { bindings.bind(argument) }
@@ -201,10 +256,14 @@ extension StoreAccess {
             guard let uuid = row.uuid(at: 0) else {
                 throw RecordStoreError(.storeFailed, "a row of \(entity) has an id that is not 16 bytes")
             }
-            let id = ManagedObjectID(entityName: entity, uuid: uuid)
-            snapshots.append((id, try table.snapshot(from: row, offset: 1, external: external)))
+            ids.append(ManagedObjectID(entityName: entity, uuid: uuid))
+            try table.appendValues(from: row, offset: 1, external: external, to: &values)
         }
-        return snapshots
+        let rows = SnapshotRows(values)
+        let width = table.layout.properties.count
+        return ids.enumerated().map { row, id in
+            (id, ObjectSnapshot(layout: table.layout, rows: rows, start: row * width))
+        }
     }
 
     /// The number of live objects of `entity`.

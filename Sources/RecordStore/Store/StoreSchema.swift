@@ -173,6 +173,16 @@ final class EntityTable: Sendable {
     {
         var values: [RecordValue] = []
         values.reserveCapacity(columns.count)
+        try appendValues(from: row, offset: offset, external: external, to: &values)
+        return ObjectSnapshot(layout: layout, values: values)
+    }
+
+    /// Appends the values of ``snapshot(from:offset:external:)`` to `values`, for a fetch reading many rows into one
+    /// buffer.
+    func appendValues(
+        from row: some RowReading, offset: Int, external: ExternalData?, to values: inout [RecordValue]
+    ) throws(RecordStoreError) {
+        let base = values.count
         var unsure: [Int] = []
         // By index, each column read where it lies: a fetch reads thousands of rows, and copying a column's
         // description out of the array for each cost more than reading its value.
@@ -196,10 +206,9 @@ final class EntityTable: Sendable {
             let stamps = Data.fromDatabaseValue(row.databaseValue(at: offset)) ?? Data()
             let stamped = Set(try StampList.decode(stamps).map(\.0))
             for index in unsure where !stamped.contains(columns[index].property) {
-                values[index] = defaults[index]
+                values[base + index] = defaults[index]
             }
         }
-        return ObjectSnapshot(layout: layout, values: values)
     }
 
     /// The references to files that the columns allowing them hold for `id`.
