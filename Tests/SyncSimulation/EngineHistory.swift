@@ -139,6 +139,9 @@ public final class EngineHistory: @unchecked Sendable {
     /// A history for `seed`.
     /// Whether this history cuts files into small chunks (``Configuration/smallChunks``).
     var usesSmallChunks: Bool { configuration.smallChunks ?? (seed % 3 == 1) }
+    /// How many items out of step each engine plans at once: one to three for most seeds, so that a history's few
+    /// items span pages; the engine's default for every fourth.
+    var planningPage: Int { seed % 4 == 3 ? ContainerSync.defaultPlanningPage : Int(seed / 4 % 3) + 1 }
 
     /// Chunks of 2 to 32 bytes, about 8 on average.
     static let smallChunker = FileChunker(
@@ -212,7 +215,9 @@ public final class EngineHistory: @unchecked Sendable {
             eagerDownloadLimit: 1 << 20,
             chunker: usesSmallChunks ? Self.smallChunker : FileChunker(),
             disk: self.configuration.staleChecks ? StaleDisk(disk) : disk,
-            makeIdentifier: { [unowned self] in self.random.uuid() }, taskExecutor: executor)
+            makeIdentifier: { [unowned self] in self.random.uuid() }, taskExecutor: executor,
+            // Pages of a few items, so that histories plan across pages: a page's waiting items give way to the next.
+            planningPage: planningPage)
         // A killed engine's lock was let go (unlocked, not only closed), so a new engine takes it at once.
         let sync = try ContainerSync(
             layout: device.layout, client: Self.unusedClient, service: service, device: device.saving,

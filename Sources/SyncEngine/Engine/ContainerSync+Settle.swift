@@ -27,15 +27,38 @@ extension ContainerSync {
         case pathTaken
     }
 
+    /// How many items out of step are planned at once by default: the items of a large change (a folder of 100,000
+    /// files moved in) are read, planned and moved a page at a time, so what a round holds does not grow with it.
+    public static let defaultPlanningPage = 1_024
+
     /// Plans and runs operations until nothing is left to do this round. An unreachable service ends the round (the
     /// observations stay; the next round plans the same work).
+    ///
+    /// The items out of step are planned a page at a time, in the order of their ids: a page is planned and run
+    /// until it has nothing to do, then the next one; a page whose items all wait (refused, parked, in another's
+    /// lane) gives way to the next, so they never hold up the items after them. A pass over every page that ran
+    /// something is followed by another, since an item's operations can give another item work; the round ends
+    /// after a pass that ran nothing.
     func settle() async throws {
         var counts: [ItemID: Int] = [:]
         var parked: Set<ItemID> = []
+        var cursor: ItemID?
+        var ranThisPass = false
         while true {
-            let records = try planningSet()
+            let page = try state.recordsNotInStep(after: cursor, limit: configuration.planningPage)
+            let records = try planningSet(page)
             let operations = planner.plan(records.map(\.observation), inFlight: parked.union(lanes.busy))
-            if operations.isEmpty { return }
+            if operations.isEmpty {
+                if page.count == configuration.planningPage, let last = page.last {
+                    cursor = last.id  // the next page
+                } else if ranThisPass {
+                    (cursor, ranThisPass) = (nil, false)  // another pass
+                } else {
+                    return
+                }
+                continue
+            }
+            ranThisPass = true
             let results = try await runConcurrently(operations)
             for (id, result) in results {
                 counts[id, default: 0] += 1
@@ -52,12 +75,11 @@ extension ContainerSync {
         }
     }
 
-    /// The items not in step, and the items holding the paths their decisions ask about.
-    func planningSet() throws -> [StoredItem] {
-        let pending = try state.recordsNotInStep()
-        let keys = SyncPlanner.Context.askedKeys(pending.map(\.observation))
-        let ids = Set(pending.map(\.id))
-        return pending + (try state.records(withRemoteKeys: keys)).filter { !ids.contains($0.id) }
+    /// The items of `page` (items not in step), and the items holding the paths their decisions ask about.
+    func planningSet(_ page: [StoredItem]) throws -> [StoredItem] {
+        let keys = SyncPlanner.Context.askedKeys(page.map(\.observation))
+        let ids = Set(page.map(\.id))
+        return page + (try state.records(withRemoteKeys: keys)).filter { !ids.contains($0.id) }
     }
 
     /// The planner's context for deciding on `item` alone: the items holding the paths it asks about.

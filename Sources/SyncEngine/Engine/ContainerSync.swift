@@ -34,13 +34,18 @@ public actor ContainerSync {
         /// Where the engine's own tasks run: Swift's shared threads by default (`nil`); the simulation runs them on
         /// an executor it steps through in an order its seed chooses.
         public var taskExecutor: (any TaskExecutor)?
+        /// How many items out of step are planned at once (``ContainerSync/defaultPlanningPage`` by default, at
+        /// least 1): what a round holds in memory, however many items a change brought.
+        public var planningPage: Int
 
         /// Creates a configuration; the defaults are documented on each field.
         public init(
             eagerDownloadLimit: Int64 = 1 << 20, chunker: FileChunker = FileChunker(),
             keyValueLimits: KeyValueLimits = .apple, disk: any LocalDisk = PosixDisk(),
-            makeIdentifier: @escaping @Sendable () -> UUID = { UUID.random() }, taskExecutor: (any TaskExecutor)? = nil
+            makeIdentifier: @escaping @Sendable () -> UUID = { UUID.random() }, taskExecutor: (any TaskExecutor)? = nil,
+            planningPage: Int = ContainerSync.defaultPlanningPage
         ) {
+            self.planningPage = max(1, planningPage)
             self.eagerDownloadLimit = eagerDownloadLimit
             self.chunker = chunker
             self.keyValueLimits = keyValueLimits

@@ -76,6 +76,14 @@ extension LocalStateStore {
             }
             try db.execute(sql: "DROP TABLE item")
         }
+        // The items not in step, by id: the planner reads them a page at a time.
+        migrator.registerMigration("v5-pending-by-id") { db in
+            try db.execute(
+                sql: """
+                    DROP INDEX item_record_pending;
+                    CREATE INDEX item_record_pending ON item_record (id) WHERE in_step = 0;
+                    """)
+        }
     }
 
     /// The record of item `id`.
@@ -110,6 +118,15 @@ extension LocalStateStore {
     /// The records of the items the planner has work for.
     public func recordsNotInStep() throws -> [StoredItem] {
         try fetch("SELECT \(Self.columns) FROM item_record WHERE in_step = 0")
+    }
+
+    /// At most `limit` records of the items the planner has work for, in the order of their ids, from the first id
+    /// after `id` (from the first without it): a page of them, so that a container of many items out of step is
+    /// planned in pieces of bounded memory.
+    public func recordsNotInStep(after id: ItemID?, limit: Int) throws -> [StoredItem] {
+        try fetch(
+            "SELECT \(Self.columns) FROM item_record WHERE in_step = 0 AND id > ? ORDER BY id LIMIT ?",
+            [id?.string ?? "", limit])
     }
 
     /// The records of the items live on the service at the paths with these collision keys.

@@ -37,7 +37,10 @@ struct TwoDeviceSyncTests {
         }
     }
 
-    func withDevices(eagerLimit: Int64 = 1 << 20, _ body: (Devices) async throws -> Void) async throws {
+    func withDevices(
+        eagerLimit: Int64 = 1 << 20, planningPage: Int = ContainerSync.defaultPlanningPage,
+        _ body: (Devices) async throws -> Void
+    ) async throws {
         let service = try await LocalService.start()
         let root = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ubiquity-devices-\(UUID().uuidString.prefix(8))", isDirectory: true)
@@ -52,7 +55,7 @@ struct TwoDeviceSyncTests {
                         filenameExtensions: ["item"]))
                 return try ContainerSync(
                     layout: layout, client: client, device: SavingDevice(id: DeviceID(), name: name),
-                    configuration: .init(eagerDownloadLimit: eagerLimit), types: types)
+                    configuration: .init(eagerDownloadLimit: eagerLimit, planningPage: planningPage), types: types)
             }
             let devices = Devices(
                 service: service, root: root, laptop: try await device("laptop"), desktop: try await device("desktop"))
@@ -97,6 +100,46 @@ struct TwoDeviceSyncTests {
             try await laptop.syncOnce()
             #expect(devices.read("Documents/Shops/Weekly.txt", on: laptop) == nil)
             #expect(try await laptop.items().filter { $0.kind == .file }.isEmpty)
+        }
+    }
+
+    @Test("Many items planned three at a time: created in folders, then some renamed and some deleted, arrive whole")
+    func manyItemsPlannedInPages() async throws {
+        try await withDevices(planningPage: 3) { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            var expected: [String: String] = [:]
+            for folder in 0..<4 {
+                try FileManager.default.createDirectory(
+                    at: devices.file("Documents/F\(folder)", on: laptop), withIntermediateDirectories: true)
+                for file in 0..<8 {
+                    let path = "Documents/F\(folder)/\(file).txt"
+                    try devices.write("\(folder)-\(file)", to: path, on: laptop)
+                    expected[path] = "\(folder)-\(file)"
+                }
+            }
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            for (path, contents) in expected { #expect(devices.read(path, on: desktop) == contents, "\(path)") }
+
+            // Every third file renamed, every fifth deleted: one round plans them page by page.
+            for (index, path) in expected.keys.sorted().enumerated() {
+                if index % 5 == 0 {
+                    try FileManager.default.removeItem(at: devices.file(path, on: laptop))
+                    expected[path] = nil
+                } else if index % 3 == 0 {
+                    let renamed = path.replacingOccurrences(of: ".txt", with: "-renamed.txt")
+                    try FileManager.default.moveItem(
+                        at: devices.file(path, on: laptop), to: devices.file(renamed, on: laptop))
+                    expected[renamed] = expected.removeValue(forKey: path)
+                }
+            }
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            let files = try devices.documents(on: desktop).filter { $0.hasSuffix(".txt") }.map { "Documents/" + $0 }
+            #expect(files.sorted() == expected.keys.sorted())
+            for (path, contents) in expected { #expect(devices.read(path, on: desktop) == contents, "\(path)") }
+            let laptopItems = try await laptop.items().map { "\($0.id) \($0.path)" }
+            #expect(try await desktop.items().map { "\($0.id) \($0.path)" } == laptopItems, "the same items")
         }
     }
 
