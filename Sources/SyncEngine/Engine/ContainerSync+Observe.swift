@@ -59,8 +59,7 @@ extension ContainerSync {
         let scan: LocalScanner.Result
         switch scope {
         case .everything:
-            known = try state.records()
-            scan = try await onDisk { try scanner.scan(folder) }
+            return try await observeEverything()
         case .paths(let paths):
             let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
             if roots.isEmpty { return true }
@@ -86,6 +85,94 @@ extension ContainerSync {
         }
         let applied = try commit(writes)
         return applied.filter { if case .unchanged = $0.condition { true } else { false } }.count == checked
+    }
+
+    /// How many records a write of the start-up comparison carries, and how many paths a look-up of records asks.
+    static let comparisonBatch = 1_024
+
+    /// Observes the whole container a folder at a time (``FolderComparison``): each folder's records beside its
+    /// entries, then the records of folders no longer on disk, then what the folders left (moves across folders,
+    /// new items). What is held at once is a folder's records and entries and what changed, not the container; the
+    /// writes go in batches, each only while the record is still the one read.
+    /// - Returns: `false` when some item's record changed meanwhile.
+    private func observeEverything() async throws -> Bool {
+        let (scanner, folder) = (scanner, layout.folder)
+        var comparison = FolderComparison()
+        var writes: [RecordWrite] = []
+        var (checked, confirmed) = (0, 0)
+        func flush(_ force: Bool = false) throws {
+            guard force || writes.count >= Self.comparisonBatch else { return }
+            confirmed += try commit(writes).filter { if case .unchanged = $0.condition { true } else { false } }.count
+            writes = []
+        }
+        func update(_ old: StoredItem, _ observation: ItemObservation) {
+            var updated = old
+            updated.observation = observation
+            writes.append(RecordWrite(updated, inStep: isInStep(updated), if: .unchanged(old)))
+            checked += 1
+        }
+        // The folders on disk, from the container's own, each beside the records of the items at its entries.
+        var visited: Set<String> = [""]
+        var folders: [(relative: String, path: String)] = [("", "")]
+        while let (relative, path) = folders.popLast() {
+            let found = try await onDisk { try scanner.scanFolder(folder, relative: relative) }
+            let known = Dictionary(try state.records(directlyIn: path).map { ($0.id, $0) }) { first, _ in first }
+            for observation in comparison.compare(known.values.map(\.observation), with: found.entries) {
+                if let old = known[observation.id] { update(old, observation) }
+            }
+            try flush()
+            for sub in found.folders.reversed() where visited.insert(sub.path.string).inserted {
+                folders.append((sub.relative, sub.path.string))
+            }
+        }
+        // The records of folders not on disk: none of their items is where it was.
+        var row: Int64?
+        while true {
+            let page = try state.itemPaths(after: row, limit: Self.comparisonBatch)
+            guard let last = page.last else { break }
+            row = last.row
+            let away = page.filter { !visited.contains(Self.parent(of: $0.path)) }.map(\.id)
+            if !away.isEmpty { _ = comparison.compare(try state.records(away).map(\.observation), with: []) }
+        }
+        // Moves across folders, then where the service has an item with nothing here, then new items.
+        comparison.matchMoves()
+        var owners: [ItemPath: ItemID] = [:]
+        let paths = comparison.pathsLeft
+        for start in stride(from: 0, to: paths.count, by: Self.comparisonBatch) {
+            let asked = paths[start..<min(paths.count, start + Self.comparisonBatch)]
+            for record in try state.records(at: Array(asked)) {
+                let o = record.observation
+                guard o.local == nil, o.synced == nil, let remote = o.remote, !remote.isDeleted,
+                    owners[remote.path] == nil
+                else { continue }
+                owners[remote.path] = record.id
+            }
+        }
+        let outcome = comparison.finish(remoteOwners: owners, newID: { ItemID(uuid: newIdentifier()) })
+        for start in stride(from: 0, to: outcome.localViews.count, by: Self.comparisonBatch) {
+            let views = outcome.localViews[start..<min(outcome.localViews.count, start + Self.comparisonBatch)]
+            let records = Dictionary(try state.records(views.map(\.id)).map { ($0.id, $0) }) { first, _ in first }
+            for (id, local) in views {
+                guard let old = records[id] else { continue }
+                var observation = old.observation
+                observation.local = local
+                if observation != old.observation { update(old, observation) }
+            }
+            try flush()
+        }
+        for created in outcome.created {
+            let item = StoredItem(created)
+            writes.append(RecordWrite(item, inStep: isInStep(item), if: .pathUnclaimed))
+            try flush()
+        }
+        try flush(true)
+        return confirmed == checked
+    }
+
+    /// The folder an item path string is an entry of (`""`: the container's own).
+    private static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return String(path[..<slash])
     }
 
     /// Follows the container's change feed from the stored token and observes each touched item's record.

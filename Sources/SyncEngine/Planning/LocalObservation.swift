@@ -87,7 +87,7 @@ public enum LocalObservation {
         return view
     }
 
-    private struct FileKey: Hashable {
+    struct FileKey: Hashable, Sendable {
         let device: UInt64
         let inode: UInt64
         let kind: ItemKind

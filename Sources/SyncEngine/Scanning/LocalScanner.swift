@@ -58,6 +58,31 @@ public struct LocalScanner: Sendable {
         return result
     }
 
+    /// Scans one folder of the container (`relative` to `folder` as on disk, `""` for the container's own): its
+    /// entries as items (a package whole, a folder as an item without what is in it), and the folders among them to
+    /// scan in turn, each as on disk and as an item path. What ``scan(_:)`` finds is what this finds of every folder
+    /// it reaches.
+    /// - Throws: The error of a folder that cannot be read.
+    public func scanFolder(_ folder: URL, relative: String) throws
+        -> (entries: [ScannedItem], folders: [(relative: String, path: ItemPath)])
+    {
+        let directory = relative.isEmpty ? folder : folder.appendingPathComponent(relative, isDirectory: true)
+        var entries: [ScannedItem] = []
+        var folders: [(relative: String, path: ItemPath)] = []
+        for name in try disk.contentsOfDirectory(at: directory).sorted() {
+            if relative.isEmpty && name == ItemPath.reservedFolderName { continue }
+            if TemporaryFileName.isTemporary(name) { continue }  // a save under way: its result is what syncs
+            let entry = relative.isEmpty ? name : relative + "/" + name
+            var found = Result()
+            try add(directory.appendingPathComponent(name), relative: entry, into: &found, recursively: false)
+            for item in found.items.values {
+                entries.append(item)
+                if item.kind == .directory { folders.append((entry, item.path)) }
+            }
+        }
+        return (entries, folders)
+    }
+
     /// Scans only what is at `paths` (relative to `folder`, as file-system events name them): each path is looked
     /// at by itself — a folder found there is scanned whole, a path inside a package stands for the package, and a
     /// path with nothing there finds nothing.
@@ -88,19 +113,21 @@ public struct LocalScanner: Sendable {
         return components.joined(separator: "/")
     }
 
-    private func walk(_ directory: URL, relative: String, into result: inout Result) throws {
+    private func walk(
+        _ directory: URL, relative: String, into result: inout Result, recursively: Bool = true
+    ) throws {
         for name in try disk.contentsOfDirectory(at: directory).sorted() {
             if relative.isEmpty && name == ItemPath.reservedFolderName { continue }
             if TemporaryFileName.isTemporary(name) { continue }  // a save under way: its result is what syncs
             try add(
                 directory.appendingPathComponent(name), relative: relative.isEmpty ? name : relative + "/" + name,
-                into: &result)
+                into: &result, recursively: recursively)
         }
     }
 
     /// Reports what is at `url` (`relative` in the container), and what is below it when it is a folder.
     /// - Throws: The error of a folder below that cannot be read.
-    private func add(_ url: URL, relative: String, into result: inout Result) throws {
+    private func add(_ url: URL, relative: String, into result: inout Result, recursively: Bool = true) throws {
         guard let found = disk.identity(at: url) else { return }  // gone since it was listed
         let type = found.mode & UInt32(S_IFMT)
         guard type == UInt32(S_IFREG) || type == UInt32(S_IFDIR) else {
@@ -121,7 +148,7 @@ public struct LocalScanner: Sendable {
             result.items[path] = ScannedItem(path: path, kind: .package, identity: packageIdentity(url, found))
         } else {
             result.items[path] = ScannedItem(path: path, kind: .directory, identity: found)
-            try walk(url, relative: relative, into: &result)
+            if recursively { try walk(url, relative: relative, into: &result) }
         }
     }
 

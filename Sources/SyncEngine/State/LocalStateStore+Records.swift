@@ -129,6 +129,49 @@ extension LocalStateStore {
             [id?.string ?? "", limit])
     }
 
+    /// The records of the items whose path is an entry of the folder `folder` (`""`: the container's own folder),
+    /// not what is below those entries.
+    public func records(directlyIn folder: String) throws -> [StoredItem] {
+        if folder.isEmpty {
+            return try fetch("SELECT \(Self.columns) FROM item_record WHERE instr(path, '/') = 0")
+        }
+        // Below `folder` is the range from "folder/" up to (not including) "folder0" ('0' follows '/').
+        return try fetch(
+            """
+            SELECT \(Self.columns) FROM item_record
+            WHERE path >= ? AND path < ? AND instr(substr(path, ?), '/') = 0
+            """, [folder + "/", folder + "0", folder.unicodeScalars.count + 2])
+    }
+
+    /// The paths and ids of at most `limit` items after the row `after` (from the first without it), with the row
+    /// each is in: a pass over the container's records that decodes none.
+    public func itemPaths(after row: Int64?, limit: Int) throws -> [(row: Int64, path: String, id: ItemID)] {
+        let rows = try pool.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT rowid, path, id FROM item_record WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                arguments: [row ?? 0, limit])
+        }
+        return try rows.map { row throws(ProtocolError) in
+            (row[0] as Int64, row[1] as String, try ItemID(row[2] as String))
+        }
+    }
+
+    /// The records of the items `ids` (those that exist).
+    public func records(_ ids: [ItemID]) throws -> [StoredItem] {
+        let queries = ids.map { id -> (String, StatementArguments) in
+            ("SELECT \(Self.columns) FROM item_record WHERE id = ?", [id.string])
+        }
+        return Self.distinct(try fetch(queries))
+    }
+
+    /// The records of the items at `paths` (as apps see them).
+    public func records(at paths: [ItemPath]) throws -> [StoredItem] {
+        let queries = paths.map { path -> (String, StatementArguments) in
+            ("SELECT \(Self.columns) FROM item_record WHERE path = ?", [path.string])
+        }
+        return Self.distinct(try fetch(queries))
+    }
+
     /// The records of the items live on the service at the paths with these collision keys.
     public func records(withRemoteKeys keys: Set<String>) throws -> [StoredItem] {
         let queries = keys.map { key -> (String, StatementArguments) in
