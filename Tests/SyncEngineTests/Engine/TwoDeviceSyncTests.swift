@@ -121,7 +121,8 @@ struct TwoDeviceSyncTests {
             try await desktop.syncOnce()
             for (path, contents) in expected { #expect(devices.read(path, on: desktop) == contents, "\(path)") }
 
-            // Every third file renamed, every fifth deleted: one round plans them page by page.
+            // Every third file renamed, every fifth deleted, one moved across folders and one folder deleted: the
+            // next round compares them folder by folder and plans them page by page.
             for (index, path) in expected.keys.sorted().enumerated() {
                 if index % 5 == 0 {
                     try FileManager.default.removeItem(at: devices.file(path, on: laptop))
@@ -133,8 +134,18 @@ struct TwoDeviceSyncTests {
                     expected[renamed] = expected.removeValue(forKey: path)
                 }
             }
+            // A file moved to another folder (the same item), and a whole folder deleted.
+            let moving = try #require(expected.keys.sorted().first { $0.hasPrefix("Documents/F0/") })
+            let movingID = try #require(try await laptop.items().first { $0.path.string == moving }).id
+            try FileManager.default.moveItem(
+                at: devices.file(moving, on: laptop), to: devices.file("Documents/F3/moved.txt", on: laptop))
+            expected["Documents/F3/moved.txt"] = expected.removeValue(forKey: moving)
+            try FileManager.default.removeItem(at: devices.file("Documents/F2", on: laptop))
+            expected = expected.filter { !$0.key.hasPrefix("Documents/F2/") }
             try await laptop.syncOnce()
             try await desktop.syncOnce()
+            #expect(try await desktop.items().first { $0.id == movingID }?.path.string == "Documents/F3/moved.txt")
+            #expect(!FileManager.default.fileExists(atPath: devices.file("Documents/F2", on: desktop).path))
             let files = try devices.documents(on: desktop).filter { $0.hasSuffix(".txt") }.map { "Documents/" + $0 }
             #expect(files.sorted() == expected.keys.sorted())
             for (path, contents) in expected { #expect(devices.read(path, on: desktop) == contents, "\(path)") }
