@@ -118,9 +118,14 @@ struct FolderComparisonTests {
                 owners[path] = candidates.map(\.id).min { $0.string < $1.string }
             }
             var partIDs = SeededGenerator(seed: seed ^ 0xFACE)
-            let outcome = comparison.finish(remoteOwners: owners) { ItemID(uuid: partIDs.uuid()) }
+            let outcome = comparison.finish(remoteOwners: owners)
             for (id, local) in outcome.localViews { parts[id]?.local = local }
-            for created in outcome.created { parts[created.id] = created }
+            // A batch of two at a time, as the engine takes a batch of many.
+            while case let created = comparison.nextCreated(2, newID: { ItemID(uuid: partIDs.uuid()) }),
+                !created.isEmpty
+            {
+                for item in created { parts[item.id] = item }
+            }
 
             let differing = Set(parts.keys).union(whole.keys).filter { parts[$0] != whole[$0] }
             #expect(

@@ -115,7 +115,15 @@ extension ContainerSync {
         var visited: Set<String> = [""]
         var folders: [(relative: String, path: String)] = [("", "")]
         while let (relative, path) = folders.popLast() {
-            let found = try await onDisk { try scanner.scanFolder(folder, relative: relative) }
+            let disk = disk
+            let found = try await onDisk {
+                do {
+                    return try scanner.scanFolder(folder, relative: relative)
+                } catch  where !relative.isEmpty && disk.identity(at: folder.appendingPathComponent(relative)) == nil {
+                    // Removed since its parent was listed: nothing of it is here, as a whole scan after would find.
+                    return ([], [])
+                }
+            }
             let known = Dictionary(try state.records(directlyIn: path).map { ($0.id, $0) }) { first, _ in first }
             for observation in comparison.compare(known.values.map(\.observation), with: found.entries) {
                 if let old = known[observation.id] { update(old, observation) }
@@ -148,7 +156,7 @@ extension ContainerSync {
                 owners[remote.path] = record.id
             }
         }
-        let outcome = comparison.finish(remoteOwners: owners, newID: { ItemID(uuid: newIdentifier()) })
+        let outcome = comparison.finish(remoteOwners: owners)
         for start in stride(from: 0, to: outcome.localViews.count, by: Self.comparisonBatch) {
             let views = outcome.localViews[start..<min(outcome.localViews.count, start + Self.comparisonBatch)]
             let records = Dictionary(try state.records(views.map(\.id)).map { ($0.id, $0) }) { first, _ in first }
@@ -160,9 +168,13 @@ extension ContainerSync {
             }
             try flush()
         }
-        for created in outcome.created {
-            let item = StoredItem(created)
-            writes.append(RecordWrite(item, inStep: isInStep(item), if: .pathUnclaimed))
+        while case let created = comparison.nextCreated(Self.comparisonBatch, newID: { ItemID(uuid: newIdentifier()) }),
+            !created.isEmpty
+        {
+            for observation in created {
+                let item = StoredItem(observation)
+                writes.append(RecordWrite(item, inStep: isInStep(item), if: .pathUnclaimed))
+            }
             try flush()
         }
         try flush(true)

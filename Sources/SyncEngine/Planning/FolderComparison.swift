@@ -58,13 +58,16 @@ public struct FolderComparison: Sendable {
         return changed
     }
 
-    /// What the end of the comparison decided.
+    /// What the end of the comparison decided of the items known: those found missing, with their new local
+    /// views (a moved file's, or `nil`: nothing here), and those the service has at a path where a file was found.
+    /// The new items follow from ``nextCreated(_:newID:)``.
     public struct Outcome: Sendable {
-        /// Items found missing, with their new local views: a moved file's, or `nil` (nothing here).
         public var localViews: [(id: ItemID, local: LocalView?)]
-        /// New items, one for each entry no item claimed.
-        public var created: [ItemObservation]
     }
+
+    /// The entries no item claimed, in the order of their paths, that become new items; `created` of them did.
+    private var left: [ItemPath] = []
+    private var created = 0
 
     /// The local views rule 2 gave the missing items, once ``matchMoves()`` ran.
     private var views: [(id: ItemID, local: LocalView?)]?
@@ -92,35 +95,49 @@ public struct FolderComparison: Sendable {
     /// an item never agreed on with nothing here.
     public var pathsLeft: [ItemPath] { unclaimed.keys.sorted() }
 
-    /// Rules 3 and 4 (after rule 2, run first if it was not): an unclaimed entry where the service has an item
-    /// never agreed on with nothing here is that item's — `remoteOwners` names, by path, such items among those the
-    /// folders did not find missing (the missing ones are known here); every other entry is a new item (its id
-    /// from `newID`).
-    public mutating func finish(remoteOwners: [ItemPath: ItemID], newID: () -> ItemID) -> Outcome {
+    /// Rule 3 (after rule 2, run first if it was not): an unclaimed entry where the service has an item never
+    /// agreed on with nothing here is that item's — `remoteOwners` names, by path, such items among those the
+    /// folders did not find missing (the missing ones are known here). Every other entry is a new item (rule 4),
+    /// made by ``nextCreated(_:newID:)`` a batch at a time.
+    public mutating func finish(remoteOwners: [ItemPath: ItemID]) -> Outcome {
         matchMoves()
         var localViews = views ?? []
-        guard !unclaimed.isEmpty else { return Outcome(localViews: localViews, created: []) }
+        guard !unclaimed.isEmpty else { return Outcome(localViews: localViews) }
         var owners = remoteOwners
         var ended: [ItemID: Int] = [:]
         for (index, view) in localViews.enumerated() where view.local == nil { ended[view.id] = index }
         for item in missing where ended[item.id] != nil {
             if let path = item.remoteOnlyPath, owners[path] == nil { owners[path] = item.id }
         }
-        var created: [ItemObservation] = []
         for path in unclaimed.keys.sorted() {
             guard let found = unclaimed[path] else { continue }
+            guard let id = owners[path] else {
+                left.append(path)
+                continue
+            }
+            unclaimed[path] = nil
             let view = LocalView(path: found.path, kind: found.kind, identity: found.identity)
-            if let id = owners[path] {
-                if let index = ended[id] {
-                    localViews[index].local = view
-                } else {
-                    localViews.append((id, view))
-                }
+            if let index = ended[id] {
+                localViews[index].local = view
             } else {
-                created.append(ItemObservation(id: newID(), local: view))
+                localViews.append((id, view))
             }
         }
-        unclaimed = [:]
-        return Outcome(localViews: localViews, created: created)
+        return Outcome(localViews: localViews)
+    }
+
+    /// The next at most `limit` new items, after ``finish(remoteOwners:)``, in the order of their paths (their ids
+    /// from `newID`); none once every unclaimed entry is an item.
+    public mutating func nextCreated(_ limit: Int, newID: () -> ItemID) -> [ItemObservation] {
+        var items: [ItemObservation] = []
+        while created < left.count, items.count < limit {
+            let path = left[created]
+            created += 1
+            guard let found = unclaimed.removeValue(forKey: path) else { continue }
+            items.append(
+                ItemObservation(
+                    id: newID(), local: LocalView(path: found.path, kind: found.kind, identity: found.identity)))
+        }
+        return items
     }
 }
