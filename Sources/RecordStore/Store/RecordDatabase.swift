@@ -295,9 +295,13 @@ final class RecordDatabase: Sendable {
             try export.prepareSync(of: folder)
             // Once the outbox was written out after the open, a log not written since has no file: no crash came
             // between (unless a flush failed, and then every log not known durable is written again).
-            let fresh = export.caughtUp && !export.rewritesAll
-            for (sequence, bytes) in pending {
-                if fresh, writeNewLog(KeptLog(sequence: sequence, bytes: bytes), in: folder, export: &export) {
+            for (index, (sequence, bytes)) in pending.enumerated() {
+                if export.caughtUp, !export.rewritesAll,
+                    writeNewLog(KeptLog(sequence: sequence, bytes: bytes), in: folder, export: &export)
+                {
+                    // Its flush of the logs so far failed: the next export writes again every log since the last
+                    // durable one, these too.
+                    if export.rewritesAll { return index + 1 }
                     continue
                 }
                 let destination = folder.appendingPathComponent(Self.logFileName(sequence))

@@ -44,12 +44,14 @@ extension ContainerSync {
         var parked: Set<ItemID> = []
         var cursor: ItemID?
         var ranThisPass = false
+        // At least one (the configuration's field may have been set below after it was made).
+        let pageSize = max(1, configuration.planningPage)
         while true {
-            let page = try state.recordsNotInStep(after: cursor, limit: configuration.planningPage)
+            let page = try state.recordsNotInStep(after: cursor, limit: pageSize)
             let records = try planningSet(page)
             let operations = planner.plan(records.map(\.observation), inFlight: parked.union(lanes.busy))
             if operations.isEmpty {
-                if page.count == configuration.planningPage, let last = page.last {
+                if page.count == pageSize, let last = page.last {
                     cursor = last.id  // the next page
                 } else if ranThisPass {
                     (cursor, ranThisPass) = (nil, false)  // another pass

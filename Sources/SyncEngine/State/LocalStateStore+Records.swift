@@ -122,11 +122,11 @@ extension LocalStateStore {
 
     /// At most `limit` records of the items the planner has work for, in the order of their ids, from the first id
     /// after `id` (from the first without it): a page of them, so that a container of many items out of step is
-    /// planned in pieces of bounded memory.
+    /// planned in pieces of bounded memory. A limit below one reads none.
     public func recordsNotInStep(after id: ItemID?, limit: Int) throws -> [StoredItem] {
         try fetch(
             "SELECT \(Self.columns) FROM item_record WHERE in_step = 0 AND id > ? ORDER BY id LIMIT ?",
-            [id?.string ?? "", limit])
+            [id?.string ?? "", max(0, limit)])
     }
 
     /// The records of the items whose path is an entry of the folder `folder` (`""`: the container's own folder),
@@ -149,7 +149,7 @@ extension LocalStateStore {
         let rows = try pool.read { db in
             try Row.fetchAll(
                 db, sql: "SELECT rowid, path, id FROM item_record WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                arguments: [row ?? 0, limit])
+                arguments: [row ?? 0, max(0, limit)])
         }
         return try rows.map { row throws(ProtocolError) in
             (row[0] as Int64, row[1] as String, try ItemID(row[2] as String))
