@@ -93,13 +93,14 @@ extension ManagedObjectContext {
                 includesPendingChanges
                 && pending.contains { $0.state == .inserted || (filter != nil && $0.entity === entity) }
             var seen: Set<ManagedObjectID> = []
-            let snapshots = try database.read { try $0.liveSnapshots(of: entity.name, where: filter) }
-            registered.reserveCapacity(registered.count + snapshots.count)
-            reserving(snapshots.count)
-            for (id, snapshot) in snapshots {
+            let fetched = try database.read { try $0.liveSnapshots(of: entity.name, where: filter) }
+            registered.reserveCapacity(registered.count + fetched.count)
+            reserving(fetched.count)
+            for row in 0..<fetched.count {
+                let id = fetched.id(at: row)
                 // Registered with one hash of its id.
                 let object = registeredObject(id, of: entity)
-                if object.snapshot == nil { object.snapshot = snapshot }
+                if object.snapshot == nil { object.snapshot = fetched.snapshot(at: row) }
                 if changedHere { seen.insert(id) }
                 if includesPendingChanges, object.state == .deleted || object.state == .gone { continue }
                 body(object, filter == nil || (changedHere && object.hasPropertyChanges))

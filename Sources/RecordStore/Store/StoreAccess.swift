@@ -184,6 +184,26 @@ struct ObjectSnapshot: Sendable, Hashable {
     }
 }
 
+/// What a fetch read: the objects' ids and their snapshots, made one at a time as the fetch registers each object
+/// rather than gathered into an array of their own first.
+struct FetchedRows {
+    let entity: String
+    let uuids: [UUID]
+    let layout: SnapshotLayout
+    let rows: SnapshotRows
+
+    var count: Int { uuids.count }
+
+    func id(at row: Int) -> ManagedObjectID { ManagedObjectID(entityName: entity, uuid: uuids[row]) }
+
+    func snapshot(at row: Int) -> ObjectSnapshot {
+        ObjectSnapshot(layout: layout, rows: rows, start: row * layout.properties.count)
+    }
+
+    /// Each row's id and snapshot.
+    var all: [(ManagedObjectID, ObjectSnapshot)] { (0..<count).map { (id(at: $0), snapshot(at: $0)) } }
+}
+
 /// The rows a fetch read, one after another, each a value per property of its entity's layout.
 final class SnapshotRows: Sendable {
     let values: [RecordValue]
@@ -239,15 +259,13 @@ extension StoreAccess {
 
     /// The live objects of `entity` with their snapshots, in the order of their ids' bytes; only those meeting
     /// `filter` when there is one.
-    func liveSnapshots(of entity: String, where filter: PredicateSQL? = nil) throws
-        -> [(ManagedObjectID, ObjectSnapshot)]
-    {
+    func liveSnapshots(of entity: String, where filter: PredicateSQL? = nil) throws -> FetchedRows {
         let table = try schema.table(entity)
         let condition = filter.map { " AND \($0.condition)" } ?? ""
         let statement = try db.cachedStatement(
             sql: "SELECT id, \(table.snapshotColumns) FROM \(table.name) WHERE _live = 1\(condition)")
         // The rows' values in one buffer the snapshots share, and their ids.
-        var ids: [ManagedObjectID] = []
+        var uuids: [UUID] = []
         var values: [RecordValue] = []
         let external = external
         try statement.forEachRow { bindings in
@@ -256,14 +274,10 @@ extension StoreAccess {
             guard let uuid = row.uuid(at: 0) else {
                 throw RecordStoreError(.storeFailed, "a row of \(entity) has an id that is not 16 bytes")
             }
-            ids.append(ManagedObjectID(entityName: entity, uuid: uuid))
+            uuids.append(uuid)
             try table.appendValues(from: row, offset: 1, external: external, to: &values)
         }
-        let rows = SnapshotRows(values)
-        let width = table.layout.properties.count
-        return ids.enumerated().map { row, id in
-            (id, ObjectSnapshot(layout: table.layout, rows: rows, start: row * width))
-        }
+        return FetchedRows(entity: entity, uuids: uuids, layout: table.layout, rows: SnapshotRows(values))
     }
 
     /// The number of live objects of `entity`.

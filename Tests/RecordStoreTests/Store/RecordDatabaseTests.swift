@@ -33,7 +33,7 @@ struct RecordDatabaseTests {
             #expect(stored == memory, "seed \(seed): the database differs from the merge in memory")
             try database.read { access in
                 for entity in TestModel.model.entities {
-                    let live = try access.liveSnapshots(of: entity.name)
+                    let live = try access.liveSnapshots(of: entity.name).all
                     #expect(live.map(\.0).sorted() == memory.liveObjects(of: entity.name), "seed \(seed)")
                     for (id, snapshot) in live {
                         for attribute in entity.attributes {
@@ -183,7 +183,7 @@ struct RecordDatabaseTests {
                 }
                 let snapshot = try #require(try database.read { try $0.snapshot(id) })
                 // A fetch reads rows its own way (SQLite's calls, not GRDB's rows): the same values either way.
-                let fetched = try database.read { try $0.liveSnapshots(of: "Everything") }.first { $0.0 == id }?.1
+                let fetched = try database.read { try $0.liveSnapshots(of: "Everything").all }.first { $0.0 == id }?.1
                 #expect(fetched?.values.count == snapshot.values.count)
                 for (name, value) in fetched?.byProperty ?? [:] {
                     if case .double(let number) = value, number.isNaN {
@@ -231,7 +231,7 @@ struct RecordDatabaseTests {
                     ], physicalMilliseconds: 9)
             }
             try database.read { access in
-                let fetched = Dictionary(uniqueKeysWithValues: try access.liveSnapshots(of: "Counter"))
+                let fetched = Dictionary(uniqueKeysWithValues: try access.liveSnapshots(of: "Counter").all)
                 let one: [ManagedObjectID: ObjectSnapshot?] = [
                     unset: try access.snapshot(unset), emptied: try access.snapshot(emptied),
                 ]
