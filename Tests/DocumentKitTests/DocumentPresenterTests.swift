@@ -366,6 +366,34 @@ struct DocumentPresenterTests {
         #expect(document.handledErrors.isEmpty)
     }
 
+    @Test("an autosave asked for just before another process's deletion was noticed is dropped, reporting no error")
+    func autosaveBeforeDeletionNotice() async throws {
+        let sandbox = try CoordinationSandbox()
+        let document = try await openNote(sandbox, "one")
+        defer { FileCoordinator.removeFilePresenter(document) }
+        let url = document.fileURL
+        // The autosave is asked for (its checks pass: open, unsaved changes) and waits for a busy file-access turn;
+        // the deletion is noticed meanwhile — what the autosave timer firing as another process deletes does.
+        let busy = DispatchSemaphore(value: 0)
+        document.performAsynchronousFileAccess { busy.wait() }
+        document.edit("unsaved")
+        let saving = Task { await document.autosave() }
+        await mainActorTurn()
+
+        let queue = document.presentedItemOperationQueue
+        queue.isSuspended = true
+        #expect(try await helper(["coord-delete", lockDirectory, url.path]) == 0)
+        await waitUntil("the deletion notice is queued") { queue.operationCount > 0 }
+        queue.isSuspended = false
+        await presenterSettled(document, fileAccess: false)  // noticed; waiting for its turn
+        busy.signal()
+        #expect(await saving.value == false, "nothing was saved")
+        await waitUntil("the document closes") { document.documentState.contains(.closed) }
+        await presenterSettled(document)
+        #expect(!FileManager.default.fileExists(atPath: url.path), "the autosave does not recreate the file")
+        #expect(document.handledErrors.isEmpty, "the dropped save is the deletion's doing, not an error to handle")
+    }
+
     // MARK: Versions
 
     @Test("conflict versions put the document in conflict until every one is resolved or gone")
