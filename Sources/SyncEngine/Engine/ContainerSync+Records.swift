@@ -4,13 +4,13 @@ import UbiquityProtocol
 extension ContainerSync {
     /// Records (or, with `nil`, ends) the transfer of an item's content and tells listeners.
     func setTransfer(_ transfer: ItemTransfer?, of item: LocalItem) {
-        transfers[item.id] = transfer
+        transfers.withLock { $0[item.id] = transfer }
         hub.send(.progress(item.id, item.path, transfer))
     }
 
     /// Adds `bytes` to an item's transfer under way.
     func advanceTransfer(of item: LocalItem, by bytes: Int64) {
-        guard var transfer = transfers[item.id] else { return }
+        guard var transfer = transfers.withLock({ $0[item.id] }) else { return }
         transfer.completed += bytes
         setTransfer(transfer, of: item)
     }

@@ -1,6 +1,7 @@
 import DocumentKit
 import Foundation
 import Logging
+import Synchronization
 import UbiquityProtocol
 
 /// Keeps one container folder in step with the service, one round at a time. Observers record what is on disk and
@@ -82,8 +83,9 @@ public actor ContainerSync {
     let scanner: LocalScanner
     let logger: Logger
     nonisolated let hub = SyncEventHub()
-    /// Uploads and downloads under way, by item.
-    var transfers: [ItemID: ItemTransfer] = [:]
+    /// Uploads and downloads under way, by item: read without waiting for the engine, which may be busy with a long
+    /// round (an app opening the container asks for them).
+    nonisolated let transfers = Mutex<[ItemID: ItemTransfer]>([:])
     /// Downloads under way, by the name of their partial file: a second request for the same content waits for the
     /// first instead of writing the same file.
     var downloads: [String: Task<URL, any Error>] = [:]
@@ -133,7 +135,7 @@ public actor ContainerSync {
     public func item(at path: ItemPath) throws -> LocalItem? { try state.item(at: path) }
 
     /// The uploads and downloads under way, by item.
-    public func currentTransfers() -> [ItemID: ItemTransfer] { transfers }
+    public nonisolated func currentTransfers() -> [ItemID: ItemTransfer] { transfers.withLock { $0 } }
 
     /// What the engine does from now on, as it happens, for as long as the stream is iterated.
     public nonisolated func events() -> AsyncStream<SyncEvent> { hub.stream() }

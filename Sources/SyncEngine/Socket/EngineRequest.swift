@@ -28,6 +28,9 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         /// Every item the engine knows, and the transfers under way (``ContainerSync/items()``,
         /// ``ContainerSync/currentTransfers()``).
         case items
+        /// The transfers under way (``ContainerSync/currentTransfers()``): what an app asks for beside the items it
+        /// reads from the state database itself (``LocalStateStore/snapshotItems()``).
+        case transfers
         /// The item at a path, if the engine knows one (``ContainerSync/item(at:)``).
         case item(ItemPath)
         /// Download the current content of the item at a path (``ContainerSync/download(_:)``).
@@ -85,6 +88,7 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         func path() throws -> ItemPath { try container.decode(ItemPath.self, forKey: .path) }
         switch name {
         case "items": operation = .items
+        case "transfers": operation = .transfers
         case "item": operation = .item(try path())
         case "download": operation = .download(try path())
         case "evict": operation = .evict(try path())
@@ -118,7 +122,7 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         try container.encode(id, forKey: .id)
         try container.encode(operation.name, forKey: .op)
         switch operation {
-        case .items, .syncNow, .subscribe, .keyValues: break
+        case .items, .transfers, .syncNow, .subscribe, .keyValues: break
         case .setKeyValues(let puts, let removes):
             try container.encode(puts, forKey: .puts)
             try container.encode(removes.sorted(), forKey: .removes)
@@ -146,6 +150,7 @@ extension EngineRequest.Operation {
     public var name: String {
         switch self {
         case .items: "items"
+        case .transfers: "transfers"
         case .item: "item"
         case .download: "download"
         case .evict: "evict"

@@ -6,6 +6,7 @@ import UbiquityProtocol
 ///
 /// ```json
 /// {"id":1,"result":"items","items":[…],"transfers":{"<item id>":{"direction":"download","completed":0,"total":9}}}
+/// {"id":4,"result":"transfers","transfers":{}}
 /// {"id":2,"result":"item","item":{…}}
 /// {"id":5,"result":"versions","current":"<version id>","versions":[…]}
 /// {"id":3,"result":"done"}
@@ -19,6 +20,8 @@ public struct EngineResponse: Hashable, Sendable, Codable {
     public enum Outcome: Hashable, Sendable {
         /// Every item the engine knows, and the transfers under way by item (answers ``EngineRequest/Operation/items``).
         case items([LocalItem], transfers: [ItemID: ItemTransfer])
+        /// The transfers under way by item (answers ``EngineRequest/Operation/transfers``).
+        case transfers([ItemID: ItemTransfer])
         /// The item at the path, `nil` when there is none (answers ``EngineRequest/Operation/item(_:)``).
         case item(LocalItem?)
         /// The item's current version and its kept versions, newest first
@@ -56,10 +59,9 @@ public struct EngineResponse: Hashable, Sendable, Codable {
         let name = try container.decode(String.self, forKey: .result)
         switch name {
         case "items":
-            let transfers = try container.decode([String: ItemTransfer].self, forKey: .transfers)
-            var byItem: [ItemID: ItemTransfer] = [:]
-            for (id, transfer) in transfers { byItem[try ItemID(id)] = transfer }
-            outcome = .items(try container.decode([LocalItem].self, forKey: .items), transfers: byItem)
+            outcome = .items(
+                try container.decode([LocalItem].self, forKey: .items), transfers: try Self.transfers(in: container))
+        case "transfers": outcome = .transfers(try Self.transfers(in: container))
         case "item": outcome = .item(try container.decodeIfPresent(LocalItem.self, forKey: .item))
         case "versions":
             outcome = .versions(
@@ -74,6 +76,22 @@ public struct EngineResponse: Hashable, Sendable, Codable {
         }
     }
 
+    private static func transfers(in container: KeyedDecodingContainer<CodingKeys>) throws -> [ItemID: ItemTransfer] {
+        var byItem: [ItemID: ItemTransfer] = [:]
+        for (id, transfer) in try container.decode([String: ItemTransfer].self, forKey: .transfers) {
+            byItem[try ItemID(id)] = transfer
+        }
+        return byItem
+    }
+
+    /// Keyed by the id's string: JSON objects have string keys.
+    private static func encode(
+        _ transfers: [ItemID: ItemTransfer], in container: inout KeyedEncodingContainer<CodingKeys>
+    ) throws {
+        try container.encode(
+            Dictionary(uniqueKeysWithValues: transfers.map { ($0.key.string, $0.value) }), forKey: .transfers)
+    }
+
     /// Encodes the response in its wire form.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -82,9 +100,10 @@ public struct EngineResponse: Hashable, Sendable, Codable {
         case .items(let items, let transfers):
             try container.encode("items", forKey: .result)
             try container.encode(items, forKey: .items)
-            // Keyed by the id's string: JSON objects have string keys.
-            try container.encode(
-                Dictionary(uniqueKeysWithValues: transfers.map { ($0.key.string, $0.value) }), forKey: .transfers)
+            try Self.encode(transfers, in: &container)
+        case .transfers(let transfers):
+            try container.encode("transfers", forKey: .result)
+            try Self.encode(transfers, in: &container)
         case .item(let item):
             try container.encode("item", forKey: .result)
             try container.encodeIfPresent(item, forKey: .item)

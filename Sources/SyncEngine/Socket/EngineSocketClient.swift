@@ -113,6 +113,12 @@ public final class EngineSocketClient: Sendable {
         return stream
     }
 
+    /// The transfers under way.
+    public func transfers() async throws -> [ItemID: ItemTransfer] {
+        guard case .transfers(let transfers) = try await send(.transfers) else { throw unexpected(.transfers) }
+        return transfers
+    }
+
     /// Every item the engine knows, placeholders included, and the transfers under way.
     public func items() async throws -> (items: [LocalItem], transfers: [ItemID: ItemTransfer]) {
         guard case .items(let items, let transfers) = try await send(.items) else { throw unexpected(.items) }

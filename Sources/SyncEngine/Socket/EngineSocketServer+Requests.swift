@@ -24,7 +24,9 @@ extension EngineSocketServer {
             switch operation {
             case .items:
                 let items = try await sync.items()
-                return .items(items, transfers: await sync.currentTransfers())
+                return .items(items, transfers: sync.currentTransfers())
+            case .transfers:
+                return .transfers(sync.currentTransfers())
             case .item(let path):
                 return .item(try await sync.item(at: path))
             case .download(let path):

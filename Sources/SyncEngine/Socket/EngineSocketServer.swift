@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 import UbiquityProtocol
 
 #if canImport(Glibc)
@@ -52,14 +53,55 @@ public final class EngineSocketServer: Service, Sendable {
     public let configuration: Configuration
     let listener: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
     let logger: Logger
+    /// Connections accepted and not yet taken up by ``run()``, held until they are: NIO traps when a connection's
+    /// async channel is dropped unfinished, which happens to one accepted as the socket closes (an app reconnecting
+    /// while the engine stops). Those left when the server stops are finished and closed here.
+    private let unclaimed: Unclaimed
+
+    final class Unclaimed: Sendable {
+        private let state = Mutex<(held: [ObjectIdentifier: Connection], stopped: Bool)>(([:], false))
+
+        deinit { Self.close(state.withLock { Array($0.held.values) }) }
+
+        /// Holds a connection just accepted, or closes it when the server has stopped.
+        func hold(_ connection: Connection) {
+            let late = state.withLock { state -> Bool in
+                if !state.stopped { state.held[ObjectIdentifier(connection.channel)] = connection }
+                return state.stopped
+            }
+            if late { Self.close([connection]) }
+        }
+
+        func claim(_ connection: Connection) {
+            _ = state.withLock { $0.held.removeValue(forKey: ObjectIdentifier(connection.channel)) }
+        }
+
+        /// Closes every connection not taken up, and each accepted from now on.
+        func stop() {
+            Self.close(
+                state.withLock { state in
+                    defer { state = ([:], true) }
+                    return Array(state.held.values)
+                })
+        }
+
+        /// Finishes and closes `connections`, each held by the task doing it until it is done.
+        private static func close(_ connections: [Connection]) {
+            for connection in connections {
+                Task { try? await connection.executeThenClose { _, _ in } }
+            }
+        }
+    }
 
     private init(
         sync: ContainerSync, configuration: Configuration,
-        listener: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>, logger: Logger
+        listener: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>, unclaimed: Unclaimed,
+        logger: Logger
     ) {
         self.sync = sync
         self.configuration = configuration
         self.listener = listener
+        self.unclaimed = unclaimed
         self.logger = logger
     }
 
@@ -79,12 +121,15 @@ public final class EngineSocketServer: Service, Sendable {
         defer { try? FileManager.default.removeItem(at: staging) }
         let bound = staging.appendingPathComponent("s").path
         let maximum = configuration.maximumFrameBytes
+        let unclaimed = Unclaimed()
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .bind(unixDomainSocketPath: bound) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
                         ByteToMessageHandler(EngineFrameDecoder(maximumFrameBytes: maximum)))
-                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    let connection = try Connection(wrappingChannelSynchronously: channel)
+                    unclaimed.hold(connection)
+                    return connection
                 }
             }
         guard chmod(bound, 0o600) == 0, rename(bound, layout.socket.path) == 0 else {
@@ -93,7 +138,8 @@ public final class EngineSocketServer: Service, Sendable {
             throw error
         }
         logger.debug("engine socket listening", metadata: ["path": "\(layout.socket.path)"])
-        return EngineSocketServer(sync: sync, configuration: configuration, listener: listener, logger: logger)
+        return EngineSocketServer(
+            sync: sync, configuration: configuration, listener: listener, unclaimed: unclaimed, logger: logger)
     }
 
     /// Serves connections until cancelled or shut down gracefully, then closes them and removes the socket file.
@@ -103,10 +149,12 @@ public final class EngineSocketServer: Service, Sendable {
             unlink(sync.layout.socket.path)
             logger.debug("engine socket closed", metadata: ["path": "\(sync.layout.socket.path)"])
         }
+        defer { unclaimed.stop() }
         try await cancelWhenGracefulShutdown {
             try await self.listener.executeThenClose { connections in
                 try await withThrowingDiscardingTaskGroup { group in
                     for try await connection in connections {
+                        self.unclaimed.claim(connection)
                         group.addTask { await self.serve(connection) }
                     }
                 }

@@ -111,13 +111,13 @@ extension LocalStateStore {
 
     private static func versionState(ofItemAt path: ItemPath, in db: Database) throws -> LocalVersionState? {
         guard
-            let text = try String.fetchOne(
+            let bytes = try Data.fetchOne(
                 db,
                 sql:
                     "SELECT record FROM item_record WHERE path = ? ORDER BY json_extract(observation, '$.local') IS NULL",
                 arguments: [path.string])
         else { return nil }
-        var state = try recordedVersionState(of: JSONDecoder().decode(LocalItem.self, from: Data(text.utf8)), in: db)
+        var state = try recordedVersionState(of: LocalItem(stateBytes: bytes), in: db)
         // A change made here stands until the service has it, even over records the engine wrote meanwhile from an
         // answer the service gave before the change (an operation that no longer applies is passed over).
         for text in try String.fetchAll(
@@ -136,10 +136,10 @@ extension LocalStateStore {
     /// The item's versions as recorded, without the queued changes over them.
     static func recordedVersionState(of id: ItemID, in db: Database) throws -> LocalVersionState? {
         guard
-            let text = try String.fetchOne(
+            let bytes = try Data.fetchOne(
                 db, sql: "SELECT record FROM item_record WHERE id = ?", arguments: [id.string])
         else { return nil }
-        return try recordedVersionState(of: JSONDecoder().decode(LocalItem.self, from: Data(text.utf8)), in: db)
+        return try recordedVersionState(of: LocalItem(stateBytes: bytes), in: db)
     }
 
     private static func recordedVersionState(of item: LocalItem, in db: Database) throws -> LocalVersionState {
@@ -190,7 +190,7 @@ extension LocalStateStore {
                 arguments: [try encode(observation), id])
         }
         try db.execute(
-            sql: "UPDATE item_record SET record = ? WHERE id = ?", arguments: [try encode(state.item), id])
+            sql: "UPDATE item_record SET record = ? WHERE id = ?", arguments: [state.item.stateBytes, id])
         try db.execute(sql: "DELETE FROM version WHERE item_id = ?", arguments: [id])
         for version in state.others {
             try db.execute(

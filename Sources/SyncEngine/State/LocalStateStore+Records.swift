@@ -84,6 +84,19 @@ extension LocalStateStore {
                     CREATE INDEX item_record_pending ON item_record (id) WHERE in_step = 0;
                     """)
         }
+        // Items as apps see them in their binary form (``LocalItem/stateBytes``) rather than as JSON.
+        migrator.registerMigration("v6-binary-items") { db in
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT id, record FROM item_record WHERE typeof(record) = 'text'")
+            var converted: [(String, Data)] = []
+            while let row = try rows.next() {
+                let item = try JSONDecoder().decode(LocalItem.self, from: Data((row["record"] as String).utf8))
+                converted.append((row["id"], item.stateBytes))
+            }
+            for (id, bytes) in converted {
+                try db.execute(sql: "UPDATE item_record SET record = ? WHERE id = ?", arguments: [bytes, id])
+            }
+        }
     }
 
     /// The record of item `id`.
@@ -291,7 +304,7 @@ extension LocalStateStore {
                 VALUES (?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
-                record.id.string, record.path.string, key, write.inStep ? 1 : 0, try encode(record.item),
+                record.id.string, record.path.string, key, write.inStep ? 1 : 0, record.item.stateBytes,
                 try encode(record.observation),
             ])
         if let locations = write.chunkLocations { try setChunkLocations(locations, of: record.id, in: db) }
@@ -303,7 +316,7 @@ extension LocalStateStore {
     }
 
     static func decode(_ row: Row) throws -> StoredItem {
-        let item = try JSONDecoder().decode(LocalItem.self, from: Data((row["record"] as String).utf8))
+        let item = try LocalItem(stateBytes: row["record"] as Data)
         let observation = try JSONDecoder().decode(
             ItemObservation.self, from: Data((row["observation"] as String).utf8))
         return StoredItem(

@@ -68,6 +68,16 @@ public struct LocalStateStore: Sendable {
         try records().map(\.item).sorted { $0.path < $1.path }
     }
 
+    /// Every known item as apps see it, in no particular order: what an app takes once when it opens the container.
+    ///
+    /// Read from the items' own column alone (not the planner's observations, nor through the record cache, which
+    /// would keep only the last few thousand), in its binary form: 100,000 items took seconds as JSON sent over the
+    /// engine's socket.
+    public func snapshotItems() async throws -> [LocalItem] {
+        let records = try await pool.read { db in try Data.fetchAll(db, sql: "SELECT record FROM item_record") }
+        return try await BlockingWork.run { try records.map { try LocalItem(stateBytes: $0) } }
+    }
+
     /// The items at `paths` and everything below them (what a scan of those paths covers), as apps see them.
     public func items(atOrBelow paths: Set<String>) throws -> [LocalItem] {
         try records(atOrBelow: paths).map(\.item).sorted { $0.path < $1.path }

@@ -33,7 +33,7 @@ extension ContainerSession {
     /// Takes the engine's items and tells listeners of every difference from the mirror, as the engine's own events
     /// would have: what changed while no engine was reached is not missed.
     private func catchUp() async throws {
-        let (items, transfers) = try await connection.items()
+        let (items, transfers) = try await connection.items(in: state)
         let now = Dictionary(items.map { ($0.id, $0) }) { first, _ in first }
         let known = self.items()
         for item in known where now[item.id] == nil {

@@ -149,7 +149,7 @@ final class ContainerSession: Sendable {
         // every later one arrives.
         let events = try await connection.events()
         if let engine { session.run(engine) }
-        let (items, transfers) = try await connection.items()
+        let (items, transfers) = try await connection.items(in: session.state)
         session.mirror.withLock { mirror in
             for item in items { mirror.set(item) }
             mirror.transfers = transfers
@@ -228,7 +228,8 @@ final class ContainerSession: Sendable {
     /// task, so this makes sure the caller sees what the round did. (Queries still learn of it from the events.)
     func synchronize() async throws {
         try await withEngine { try await $0.syncNow() }
-        let (items, transfers) = try await withEngine { try await $0.items() }
+        let state = state
+        let (items, transfers) = try await withEngine { try await $0.items(in: state) }
         // Only adds and updates: an item the snapshot lacks may be one an event added just after it was taken;
         // removals come with their own events.
         mirror.withLock { mirror in

@@ -93,6 +93,7 @@ struct EngineSocketTests {
 
             try await client.download(path)
             #expect(devices.read(path.string, on: laptop) == content)
+            #expect(try await client.transfers().isEmpty, "the download's transfer ended with it")
             let item = try #require(try await client.item(at: path))
             #expect(!item.isPlaceholder)
             #expect(item.size == Int64(content.count))
@@ -306,6 +307,35 @@ struct EngineSocketTests {
     }
 
     /// Connects to the engine of `layout` once it listens (waiting up to 60 s, a guard against hanging).
+    @Test("An engine stopped while clients keep connecting to its socket stops cleanly, every time")
+    func stopWhileConnecting() async throws {
+        try await withDevices { devices in
+            let laptop = try await devices.device("laptop")
+            for _ in 0..<20 {
+                let socket = try await EngineSocketServer.bind(serving: laptop, logger: devices.logger)
+                let serving = Task { try await socket.run() }
+                let (connected, reached) = AsyncStream.makeStream(of: Void.self)
+                // Connects as fast as it can until cancelled, across the engine's stop: a connection accepted as
+                // the socket stopped reading them once trapped in NIO, taking the engine's process down.
+                let connecting = Task {
+                    var clients: [EngineSocketClient] = []
+                    while !Task.isCancelled {
+                        guard let client = try? await EngineSocketClient.connect(to: laptop.layout) else { continue }
+                        clients.append(client)
+                        reached.yield()
+                    }
+                    for client in clients { await client.close() }
+                }
+                for await _ in connected { break }
+                serving.cancel()
+                _ = await serving.result
+                connecting.cancel()
+                await connecting.value
+                #expect(!FileManager.default.fileExists(atPath: laptop.layout.socket.path), "the socket is removed")
+            }
+        }
+    }
+
     private func connect(to layout: ContainerLayout) async throws -> EngineSocketClient {
         let deadline = ContinuousClock.now + .seconds(60)
         while true {

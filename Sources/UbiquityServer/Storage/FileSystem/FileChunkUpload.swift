@@ -66,7 +66,7 @@ final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
         }
         // Starts writing the bytes to disk without waiting, so that a batch's flushes that follow find their files'
         // writes under way together.
-        Self.startWriting?(file, 0, 0, 2)  // SYNC_FILE_RANGE_WRITE
+        _ = Self.startWriting?(file, 0, 0, 2)  // SYNC_FILE_RANGE_WRITE
         return file
     }
 

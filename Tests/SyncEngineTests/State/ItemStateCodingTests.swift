@@ -1,0 +1,134 @@
+import Foundation
+import GRDB
+import Testing
+import UbiquityProtocol
+
+@testable import SyncEngine
+
+/// The binary form the state database keeps items in as apps see them, and the snapshot an app reads at open.
+@Suite("Items in the state database: their binary form, its migration, and an app's snapshot")
+struct ItemStateCodingTests {
+    @Test("Every field of an item comes back as written, and bytes cut short or trailing are refused, typed")
+    func roundTripAndRefusal() throws {
+        let seed = SeededRandom.runSeed()
+        var random = SeededRandom(seed: seed)
+        for _ in 0..<500 {
+            let item = try Self.randomItem(&random)
+            let bytes = item.stateBytes
+            #expect(try LocalItem(stateBytes: bytes) == item, "seed \(seed)")
+            // Cut anywhere, or followed by more, the bytes are refused with an error, never read as another item.
+            let cut = Int.random(in: 0..<bytes.count, using: &random)
+            #expect(throws: ProtocolError.self, "seed \(seed)") { try LocalItem(stateBytes: bytes.prefix(cut)) }
+            #expect(throws: ProtocolError.self, "seed \(seed)") { try LocalItem(stateBytes: bytes + [0]) }
+        }
+        var unknown = try Self.randomItem(&random).stateBytes
+        unknown[unknown.startIndex] = 99
+        #expect(throws: ProtocolError.self) { try LocalItem(stateBytes: unknown) }
+        // A hostile path in the bytes is refused as the path's own error.
+        let hostile = LocalItem(id: ItemID(), path: try ItemPath("Documents/x"), kind: .file)
+        var bytes = [UInt8](hostile.stateBytes)
+        let at = 1 + 16 + 1  // the format, the id, the path's length
+        #expect(bytes[at] == UInt8(ascii: "D"))
+        bytes.replaceSubrange(at..<at + 3, with: Array("../".utf8))
+        #expect(throws: ProtocolError.self) { try LocalItem(stateBytes: bytes) }
+    }
+
+    @Test("A state database an older engine wrote, its items as JSON, reads the same after the migration")
+    func migratesJSONItems() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-items-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let url = root.appendingPathComponent("state.sqlite")
+        var random = SeededRandom(seed: SeededRandom.runSeed())
+        let items = try (0..<50).map { number in
+            var item = try Self.randomItem(&random)
+            item.path = try ItemPath("Documents/\(number).txt")
+            return item
+        }
+        let written: [LocalItem]
+        do {
+            let store = try LocalStateStore(url: url)
+            try store.update(saving: items)
+            written = try store.items()
+        }
+        // As an engine before the binary form left it: each item's JSON, the migration not yet run.
+        do {
+            let queue = try DatabaseQueue(path: url.path)
+            try queue.write { db in
+                for item in written {
+                    try db.execute(
+                        sql: "UPDATE item_record SET record = ? WHERE id = ?",
+                        arguments: [String(decoding: try JSONEncoder().encode(item), as: UTF8.self), item.id.string])
+                }
+                try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v6-binary-items'")
+            }
+        }
+        let reopened = try LocalStateStore(url: url)
+        #expect(try reopened.items() == written)
+        let texts = try DatabaseQueue(path: url.path).read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item_record WHERE typeof(record) = 'text'")
+        }
+        #expect(texts == 0, "every item converted")
+    }
+
+    @Test("An app's snapshot holds every item the engine's own reads do")
+    func snapshotMatchesItems() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-items-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let store = try LocalStateStore(url: root.appendingPathComponent("state.sqlite"))
+        var random = SeededRandom(seed: SeededRandom.runSeed())
+        try store.update(
+            saving: try (0..<300).map { number in
+                var item = try Self.randomItem(&random)
+                item.path = try ItemPath("Documents/\(number % 7)/\(number).bin")
+                return item
+            })
+        let snapshot = try await store.snapshotItems()
+        #expect(snapshot.count == 300)
+        #expect(Set(snapshot) == Set(try store.items()))
+    }
+
+    /// An item with each optional field present or not at random, errors and non-ASCII names among them.
+    static func randomItem(_ random: inout SeededRandom) throws -> LocalItem {
+        let names = ["List.txt", "Ünïcödé.txt", "深い/フォルダ.txt", "a b/c.pdf", "Milk.item"]
+        var item = LocalItem(
+            id: ItemID(uuid: UUID(randomFrom: &random)),
+            path: try ItemPath("Documents/" + names.randomElement(using: &random)!),
+            kind: ItemKind.allCases.randomElement(using: &random)!)
+        if Bool.random(using: &random) {
+            var identity = LocalFileIdentity(
+                device: random.next(), inode: random.next(), size: Int64.random(in: 0...Int64.max, using: &random),
+                modified: Int64.random(in: 0...(1 << 62), using: &random),
+                changed: Int64.random(in: 0...Int64.max, using: &random))
+            identity.capturedAt = Int64.random(in: 0...(1 << 62), using: &random)
+            identity.mode = UInt32.random(in: 0...UInt32.max, using: &random)
+            identity.members = random.next()
+            item.identity = identity
+        }
+        if Bool.random(using: &random) { item.baseVersion = VersionID(uuid: UUID(randomFrom: &random)) }
+        if Bool.random(using: &random) { item.serverVersion = VersionID(uuid: UUID(randomFrom: &random)) }
+        if Bool.random(using: &random) {
+            item.contentHash = try ChunkHash(digest: (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
+        }
+        item.size = Int64.random(in: 0...Int64.max, using: &random)
+        item.isPlaceholder = Bool.random(using: &random)
+        item.hasUnresolvedConflicts = Bool.random(using: &random)
+        if Bool.random(using: &random) {
+            item.uploadError = ItemError(code: .quotaExceeded, message: "over quota by \(random.next() % 1000) bytes")
+        }
+        if Bool.random(using: &random) {
+            item.downloadError = ItemError(code: ProtocolError.Code(rawValue: "someFutureCode"), message: "…✓")
+        }
+        return item
+    }
+}
+
+extension UUID {
+    init(randomFrom random: inout SeededRandom) {
+        let (high, low) = (random.next(), random.next())
+        self = withUnsafeBytes(of: (high, low)) { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
+    }
+}
