@@ -41,6 +41,43 @@ struct CoordinationLockSweepTests {
         return fcntl(fd, LinuxSystem.setOFDLock, &request) == 0
     }
 
+    @Test("Past the pool's capacity of distinct locks, the locks taken again and again keep their descriptors")
+    func hotLocksKeepTheirDescriptors() throws {
+        let directory = try Self.lockDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let capacity = CoordinationLockFile.DescriptorPool.capacity
+        // Many files coordinated one after another fill the pool of kept descriptors with theirs.
+        for number in 0..<(capacity * 2) {
+            CoordinationLockFile.release(try Self.acquire("file \(number)", in: directory))
+        }
+        // Then the container's lock, shared by several accesses at once (each holds a descriptor of its own), again
+        // and again as every access in a large container does.
+        func shared() throws -> [Int32] {
+            try (0..<4).map { _ in
+                try CoordinationLockFile.acquire(
+                    Self.lock("container", .shared), directory: directory, deadline: Date(timeIntervalSinceNow: 60),
+                    cancellation: CoordinationCancellation())
+            }
+        }
+        let first = try shared()
+        // Marks each open file description (a status flag is the description's, not the number's): a descriptor
+        // opened anew for the file, even under the same number, lacks the mark.
+        for fd in first { #expect(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0) }
+        for fd in first { CoordinationLockFile.release(fd) }
+        for round in 0..<3 {
+            let again = try shared()
+            #expect(
+                again.allSatisfy { fcntl($0, F_GETFL) & O_NONBLOCK != 0 },
+                "round \(round): the container's lock file was opened again")
+            for fd in again { CoordinationLockFile.release(fd) }
+        }
+        #expect(Self.isFree("container", in: directory))
+        // A lock whose descriptor was closed to make room opens its file anew, and still locks.
+        let old = try Self.acquire("file 0", in: directory)
+        #expect(!Self.isFree("file 0", in: directory))
+        CoordinationLockFile.release(old)
+    }
+
     @Test("Unheld lock files are swept away, a held one stays, and a lock taken again after the sweep still excludes")
     func sweepKeepsWhatIsHeld() throws {
         let directory = try Self.lockDirectory()

@@ -151,8 +151,7 @@ enum CoordinationLockFile {
             descriptors.withLock { $0.forget(fd) }
             return _ = close(fd)
         }
-        let kept = descriptors.withLock { $0.giveBack(fd) }
-        if !kept { close(fd) }
+        if let closing = descriptors.withLock({ $0.giveBack(fd) }) { close(closing) }
     }
 
     /// A kept descriptor for `path`, if there is one (whether its file is still the one at the path is checked once
@@ -161,28 +160,42 @@ enum CoordinationLockFile {
         descriptors.withLock { $0.take(path) }
     }
 
-    /// Open lock-file descriptors: those in use (by path) and those free for reuse.
-    private struct DescriptorPool {
+    /// Open lock-file descriptors: those in use (by path) and those free for reuse, at most ``capacity`` of them, the
+    /// least recently given back closed first. (Keeping the first 256 for good meant that once a process had
+    /// coordinated 256 paths, the lock files of the folders every access goes through — the container, `Documents`
+    /// — were opened and closed again for each access.)
+    struct DescriptorPool {
+        static let capacity = 256
         var free: [String: [Int32]] = [:]
         var pathOfDescriptor: [Int32: String] = [:]
-        var freeCount = 0
+        /// When each free descriptor was given back, by a counter.
+        var givenBack: [Int32: UInt64] = [:]
+        var clock: UInt64 = 0
 
         mutating func take(_ path: String) -> Int32? {
             guard var kept = free[path], let fd = kept.popLast() else { return nil }
             free[path] = kept.isEmpty ? nil : kept
-            freeCount -= 1
+            givenBack[fd] = nil
             return fd
         }
 
-        /// Keeps `fd` for reuse; `false` when the pool is full (the caller closes it).
-        mutating func giveBack(_ fd: Int32) -> Bool {
-            guard let path = pathOfDescriptor[fd], freeCount < 256 else {
-                pathOfDescriptor[fd] = nil
-                return false
+        /// Keeps `fd` for reuse; returns a descriptor to close: the least recently given back one when the pool is
+        /// full, or `fd` itself when it is not known.
+        mutating func giveBack(_ fd: Int32) -> Int32? {
+            guard let path = pathOfDescriptor[fd] else { return fd }
+            var evicted: Int32?
+            if givenBack.count >= Self.capacity, let oldest = givenBack.min(by: { $0.value < $1.value })?.key {
+                givenBack[oldest] = nil
+                if let oldPath = pathOfDescriptor.removeValue(forKey: oldest) {
+                    free[oldPath]?.removeAll { $0 == oldest }
+                    if free[oldPath]?.isEmpty == true { free[oldPath] = nil }
+                }
+                evicted = oldest
             }
             free[path, default: []].append(fd)
-            freeCount += 1
-            return true
+            clock += 1
+            givenBack[fd] = clock
+            return evicted
         }
 
         mutating func forget(_ fd: Int32) {
