@@ -61,7 +61,7 @@ enum SyncMemoryBenchmark {
             figure("files_per_s_at_limit", uploaded / Measure.seconds(uploadLimit))
             try first.ask("upload_limit_\(uploadLimit.components.seconds)s")
             try await first.end()
-            figure("target_MB", 150)
+            figure("target_MB", 100)
             FileHandle.standardError.write(
                 Data("sync.memory: the upload did not finish within \(uploadLimit); no restart figures\n".utf8))
             return
@@ -78,7 +78,7 @@ enum SyncMemoryBenchmark {
         try await Task.sleep(for: restartWait)
         try second.ask("restart_after_20s")
         try await second.end()
-        figure("target_MB", 150)
+        figure("target_MB", 100)
     }
 
     /// Writes the files: folder `f00`…`f99`, each with its share of the files.
