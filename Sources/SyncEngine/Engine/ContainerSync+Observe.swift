@@ -145,15 +145,17 @@ extension ContainerSync {
         // Moves across folders, then where the service has an item with nothing here, then new items.
         comparison.matchMoves()
         var owners: [ItemPath: ItemID] = [:]
-        let paths = comparison.pathsLeft
-        for start in stride(from: 0, to: paths.count, by: Self.comparisonBatch) {
-            let asked = paths[start..<min(paths.count, start + Self.comparisonBatch)]
-            for record in try state.records(at: Array(asked)) {
-                let o = record.observation
-                guard o.local == nil, o.synced == nil, let remote = o.remote, !remote.isDeleted,
-                    owners[remote.path] == nil
-                else { continue }
-                owners[remote.path] = record.id
+        do {  // the paths asked about are not kept past the question
+            let paths = comparison.pathsLeft
+            for start in stride(from: 0, to: paths.count, by: Self.comparisonBatch) {
+                let asked = paths[start..<min(paths.count, start + Self.comparisonBatch)]
+                for record in try state.records(at: Array(asked)) {
+                    let o = record.observation
+                    guard o.local == nil, o.synced == nil, let remote = o.remote, !remote.isDeleted,
+                        owners[remote.path] == nil
+                    else { continue }
+                    owners[remote.path] = record.id
+                }
             }
         }
         let outcome = comparison.finish(remoteOwners: owners)

@@ -76,8 +76,16 @@ public struct FolderComparison: Sendable {
     /// entry that is its file (it moved), or has nothing here.
     public mutating func matchMoves() {
         guard views == nil else { return }
+        // Only the entries that may be a missing item's file are indexed: at a first start every file is unclaimed
+        // and nothing is missing, and an index of them all was a few megabytes at the peak of the comparison.
+        let wanted = Set(missing.compactMap(\.file))
         var byFile: [LocalObservation.FileKey: ItemPath] = [:]
-        for (path, found) in unclaimed { byFile[LocalObservation.FileKey(found.identity, found.kind)] = path }
+        if !wanted.isEmpty {
+            for (path, found) in unclaimed {
+                let key = LocalObservation.FileKey(found.identity, found.kind)
+                if wanted.contains(key) { byFile[key] = path }
+            }
+        }
         var views: [(id: ItemID, local: LocalView?)] = []
         for item in missing.sorted(by: { $0.id.string < $1.id.string }) {
             if let file = item.file, let path = byFile[file], let found = unclaimed[path] {
