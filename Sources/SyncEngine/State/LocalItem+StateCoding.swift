@@ -41,18 +41,10 @@ extension LocalItem {
         if uploadError != nil { flags |= Flag.uploadError }
         if downloadError != nil { flags |= Flag.downloadError }
         writer.byte(flags)
-        if let identity {
-            for value in [
-                identity.device, identity.inode, UInt64(bitPattern: identity.size),
-                UInt64(bitPattern: identity.modified), UInt64(bitPattern: identity.changed),
-                UInt64(bitPattern: identity.capturedAt), UInt64(identity.mode), identity.members,
-            ] {
-                writer.word(value)
-            }
-        }
+        if let identity { writer.identity(identity) }
         if let baseVersion { writer.uuid(baseVersion.uuid) }
         if let serverVersion { writer.uuid(serverVersion.uuid) }
-        if let contentHash { writer.bytes(contentHash.digest) }
+        if let contentHash { writer.hash(contentHash) }
         writer.word(UInt64(bitPattern: size))
         for error in [uploadError, downloadError].compactMap({ $0 }) {
             writer.string(error.code.rawValue)
@@ -65,26 +57,16 @@ extension LocalItem {
     /// - Throws: ``ProtocolError/Code/malformedRequest`` for bytes that are not one (cut short, an unknown format,
     ///   a field out of range), naming what was wrong.
     init(stateBytes bytes: some Collection<UInt8>) throws {
-        var reader = StateReader(Array(bytes))
+        var reader = StateReader(Array(bytes), of: "an item record")
         guard try reader.byte() == Self.stateFormat else { throw reader.malformed("an unknown format") }
         let id = ItemID(uuid: try reader.uuid())
-        let path = try ItemPath(try reader.string())
-        guard let kind = ItemKind(rawValue: try reader.string()) else { throw reader.malformed("an unknown kind") }
+        let path = try reader.path()
+        let kind = try reader.kind()
         let flags = try reader.byte()
-        var identity: LocalFileIdentity?
-        if flags & Flag.identity != 0 {
-            var found = LocalFileIdentity(
-                device: try reader.word(), inode: try reader.word(), size: Int64(bitPattern: try reader.word()),
-                modified: Int64(bitPattern: try reader.word()), changed: Int64(bitPattern: try reader.word()))
-            found.capturedAt = Int64(bitPattern: try reader.word())
-            guard let mode = UInt32(exactly: try reader.word()) else { throw reader.malformed("a mode out of range") }
-            found.mode = mode
-            found.members = try reader.word()
-            identity = found
-        }
+        let identity = flags & Flag.identity != 0 ? try reader.identity() : nil
         let baseVersion = flags & Flag.baseVersion != 0 ? VersionID(uuid: try reader.uuid()) : nil
         let serverVersion = flags & Flag.serverVersion != 0 ? VersionID(uuid: try reader.uuid()) : nil
-        let contentHash = flags & Flag.contentHash != 0 ? try ChunkHash(digest: try reader.bytes(32)) : nil
+        let contentHash = flags & Flag.contentHash != 0 ? try reader.hash() : nil
         let size = Int64(bitPattern: try reader.word())
         func error() throws -> ItemError {
             let code = ProtocolError.Code(rawValue: try reader.string())
@@ -99,90 +81,5 @@ extension LocalItem {
             isPlaceholder: flags & Flag.placeholder != 0, hasUnresolvedConflicts: flags & Flag.conflicts != 0)
         self.uploadError = uploadError
         self.downloadError = downloadError
-    }
-}
-
-/// Appends the fields of ``LocalItem/stateBytes``.
-private struct StateWriter {
-    var bytes: [UInt8] = []
-
-    init() { bytes.reserveCapacity(160) }
-
-    mutating func byte(_ value: UInt8) { bytes.append(value) }
-
-    mutating func word(_ value: UInt64) {
-        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
-    }
-
-    mutating func uuid(_ value: UUID) {
-        withUnsafeBytes(of: value.uuid) { bytes.append(contentsOf: $0) }
-    }
-
-    mutating func bytes(_ value: [UInt8]) { bytes.append(contentsOf: value) }
-
-    mutating func length(_ value: Int) {
-        var rest = UInt64(value)
-        repeat {
-            let low = UInt8(rest & 0x7F)
-            rest >>= 7
-            bytes.append(rest == 0 ? low : low | 0x80)
-        } while rest != 0
-    }
-
-    mutating func string(_ value: String) {
-        length(value.utf8.count)
-        bytes.append(contentsOf: value.utf8)
-    }
-}
-
-/// Reads the fields of ``LocalItem/stateBytes``, refusing to read past the end.
-private struct StateReader {
-    private let bytes: [UInt8]
-    private var at = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    var isAtEnd: Bool { at == bytes.count }
-
-    func malformed(_ what: String) -> ProtocolError {
-        ProtocolError(.malformedRequest, "an item record in the state database has \(what) (at byte \(at))")
-    }
-
-    mutating func bytes(_ count: Int) throws -> ArraySlice<UInt8> {
-        guard count >= 0, count <= bytes.count - at else { throw malformed("a field cut short") }
-        defer { at += count }
-        return bytes[at..<at + count]
-    }
-
-    mutating func byte() throws -> UInt8 { try bytes(1).first! }
-
-    mutating func word() throws -> UInt64 {
-        var value: UInt64 = 0
-        for (shift, byte) in try bytes(8).enumerated() { value |= UInt64(byte) << (8 * shift) }
-        return value
-    }
-
-    mutating func uuid() throws -> UUID {
-        let raw = try bytes(16)
-        return raw.withUnsafeBytes { UUID(uuid: $0.loadUnaligned(as: uuid_t.self)) }
-    }
-
-    mutating func length() throws -> Int {
-        var value: UInt64 = 0
-        var shift: UInt64 = 0
-        while true {
-            let byte = try self.byte()
-            guard shift < 63 else { throw malformed("a length out of range") }
-            value |= UInt64(byte & 0x7F) << shift
-            if byte & 0x80 == 0 { break }
-            shift += 7
-        }
-        guard value <= UInt64(bytes.count) else { throw malformed("a length past its end") }
-        return Int(value)
-    }
-
-    mutating func string() throws -> String {
-        let count = try length()
-        return String(decoding: try bytes(count), as: UTF8.self)
     }
 }

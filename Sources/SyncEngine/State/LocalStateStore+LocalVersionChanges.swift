@@ -110,13 +110,12 @@ extension LocalStateStore {
     }
 
     private static func versionState(ofItemAt path: ItemPath, in db: Database) throws -> LocalVersionState? {
-        guard
-            let bytes = try Data.fetchOne(
-                db,
-                sql:
-                    "SELECT record FROM item_record WHERE path = ? ORDER BY json_extract(observation, '$.local') IS NULL",
-                arguments: [path.string])
-        else { return nil }
+        // The item whose local copy is at the path, else any the path is of.
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT record, observation FROM item_record WHERE path = ?", arguments: [path.string])
+        let chosen =
+            try rows.first { try ItemObservation(stateBytes: $0["observation"] as Data).local != nil } ?? rows.first
+        guard let bytes = chosen?["record"] as Data? else { return nil }
         var state = try recordedVersionState(of: LocalItem(stateBytes: bytes), in: db)
         // A change made here stands until the service has it, even over records the engine wrote meanwhile from an
         // answer the service gave before the change (an operation that no longer applies is passed over).
@@ -165,9 +164,9 @@ extension LocalStateStore {
         let id = state.item.id.string
         // The service's record as this device now expects it: a version made current here is the current one (its
         // content hash and size from its record), so the planner brings the local copy to it.
-        if var observation = try String.fetchOne(
+        if var observation = try Data.fetchOne(
             db, sql: "SELECT observation FROM item_record WHERE id = ?", arguments: [id]
-        ).map({ try JSONDecoder().decode(ItemObservation.self, from: Data($0.utf8)) }),
+        ).map({ try ItemObservation(stateBytes: $0) }),
             let version = state.item.serverVersion, observation.remote?.version != version
         {
             let made = try String.fetchOne(
@@ -187,7 +186,7 @@ extension LocalStateStore {
             }
             try db.execute(
                 sql: "UPDATE item_record SET observation = ?, in_step = 0 WHERE id = ?",
-                arguments: [try encode(observation), id])
+                arguments: [observation.stateBytes, id])
         }
         try db.execute(
             sql: "UPDATE item_record SET record = ? WHERE id = ?", arguments: [state.item.stateBytes, id])

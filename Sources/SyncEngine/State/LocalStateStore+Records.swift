@@ -97,6 +97,20 @@ extension LocalStateStore {
                 try db.execute(sql: "UPDATE item_record SET record = ? WHERE id = ?", arguments: [bytes, id])
             }
         }
+        // The observations in their binary form (``ItemObservation/stateBytes``) too.
+        migrator.registerMigration("v7-binary-observations") { db in
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT id, observation FROM item_record WHERE typeof(observation) = 'text'")
+            var converted: [(String, Data)] = []
+            while let row = try rows.next() {
+                let observation = try JSONDecoder().decode(
+                    ItemObservation.self, from: Data((row["observation"] as String).utf8))
+                converted.append((row["id"], observation.stateBytes))
+            }
+            for (id, bytes) in converted {
+                try db.execute(sql: "UPDATE item_record SET observation = ? WHERE id = ?", arguments: [bytes, id])
+            }
+        }
     }
 
     /// The record of item `id`.
@@ -305,7 +319,7 @@ extension LocalStateStore {
                 """,
             arguments: [
                 record.id.string, record.path.string, key, write.inStep ? 1 : 0, record.item.stateBytes,
-                try encode(record.observation),
+                record.observation.stateBytes,
             ])
         if let locations = write.chunkLocations { try setChunkLocations(locations, of: record.id, in: db) }
         if let version = write.currentVersion { try setCurrentVersionRecord(version, of: record.id, in: db) }
@@ -317,8 +331,7 @@ extension LocalStateStore {
 
     static func decode(_ row: Row) throws -> StoredItem {
         let item = try LocalItem(stateBytes: row["record"] as Data)
-        let observation = try JSONDecoder().decode(
-            ItemObservation.self, from: Data((row["observation"] as String).utf8))
+        let observation = try ItemObservation(stateBytes: row["observation"] as Data)
         return StoredItem(
             observation, uploadError: item.uploadError, downloadError: item.downloadError,
             hasUnresolvedConflicts: item.hasUnresolvedConflicts)

@@ -6,7 +6,7 @@ import UbiquityProtocol
 @testable import SyncEngine
 
 /// The binary form the state database keeps items in as apps see them, and the snapshot an app reads at open.
-@Suite("Items in the state database: their binary form, its migration, and an app's snapshot")
+@Suite("Items in the state database: their binary forms, their migration, and an app's snapshot")
 struct ItemStateCodingTests {
     @Test("Every field of an item comes back as written, and bytes cut short or trailing are refused, typed")
     func roundTripAndRefusal() throws {
@@ -33,6 +33,23 @@ struct ItemStateCodingTests {
         #expect(throws: ProtocolError.self) { try LocalItem(stateBytes: bytes) }
     }
 
+    @Test("Every observation comes back as written; cut short, trailing or with an unknown format it is refused")
+    func observationRoundTripAndRefusal() throws {
+        let seed = SeededRandom.runSeed()
+        var random = SeededRandom(seed: seed)
+        for _ in 0..<500 {
+            let observation = try Self.randomObservation(&random)
+            let bytes = observation.stateBytes
+            #expect(try ItemObservation(stateBytes: bytes) == observation, "seed \(seed)")
+            let cut = Int.random(in: 0..<bytes.count, using: &random)
+            #expect(throws: ProtocolError.self, "seed \(seed)") { try ItemObservation(stateBytes: bytes.prefix(cut)) }
+            #expect(throws: ProtocolError.self, "seed \(seed)") { try ItemObservation(stateBytes: bytes + [0]) }
+            var unknown = bytes
+            unknown[unknown.startIndex] = 2
+            #expect(throws: ProtocolError.self, "seed \(seed)") { try ItemObservation(stateBytes: unknown) }
+        }
+    }
+
     @Test("A state database an older engine wrote, its items as JSON, reads the same after the migration")
     func migratesJSONItems() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -52,22 +69,38 @@ struct ItemStateCodingTests {
             try store.update(saving: items)
             written = try store.items()
         }
-        // As an engine before the binary form left it: each item's JSON, the migration not yet run.
+        let observations = try LocalStateStore(url: url).records().map(\.observation)
+        // As an engine before the binary forms left it: each item and its observations as JSON, the migrations not
+        // yet run.
         do {
             let queue = try DatabaseQueue(path: url.path)
             try queue.write { db in
+                func json(_ value: some Encodable) throws -> String {
+                    String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+                }
                 for item in written {
                     try db.execute(
                         sql: "UPDATE item_record SET record = ? WHERE id = ?",
-                        arguments: [String(decoding: try JSONEncoder().encode(item), as: UTF8.self), item.id.string])
+                        arguments: [try json(item), item.id.string])
                 }
-                try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v6-binary-items'")
+                for observation in observations {
+                    try db.execute(
+                        sql: "UPDATE item_record SET observation = ? WHERE id = ?",
+                        arguments: [try json(observation), observation.id.string])
+                }
+                try db.execute(
+                    sql: """
+                        DELETE FROM grdb_migrations WHERE identifier IN ('v6-binary-items', 'v7-binary-observations')
+                        """)
             }
         }
         let reopened = try LocalStateStore(url: url)
         #expect(try reopened.items() == written)
+        #expect(Set(try reopened.records().map(\.observation)) == Set(observations))
         let texts = try DatabaseQueue(path: url.path).read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item_record WHERE typeof(record) = 'text'")
+            try Int.fetchOne(
+                db,
+                sql: "SELECT COUNT(*) FROM item_record WHERE typeof(record) = 'text' OR typeof(observation) = 'text'")
         }
         #expect(texts == 0, "every item converted")
     }
@@ -89,6 +122,49 @@ struct ItemStateCodingTests {
         let snapshot = try await store.snapshotItems()
         #expect(snapshot.count == 300)
         #expect(Set(snapshot) == Set(try store.items()))
+    }
+
+    /// Observations with each view and optional field present or not at random.
+    static func randomObservation(_ random: inout SeededRandom) throws -> ItemObservation {
+        func path() throws -> ItemPath {
+            try ItemPath("Documents/" + ["A.txt", "Ünï/cödé.txt", "深い.pdf", "x y"].randomElement(using: &random)!)
+        }
+        func kind() -> ItemKind { ItemKind.allCases.randomElement(using: &random)! }
+        func version() -> VersionID? {
+            Bool.random(using: &random) ? VersionID(uuid: UUID(randomFrom: &random)) : nil
+        }
+        func hash() throws -> ChunkHash? {
+            Bool.random(using: &random)
+                ? try ChunkHash(digest: (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }) : nil
+        }
+        func identity() -> LocalFileIdentity {
+            var identity = LocalFileIdentity(
+                device: random.next(), inode: random.next(), size: Int64.random(in: 0...Int64.max, using: &random),
+                modified: Int64.random(in: Int64.min...Int64.max, using: &random),
+                changed: Int64.random(in: Int64.min...Int64.max, using: &random))
+            identity.capturedAt = Int64.random(in: Int64.min...Int64.max, using: &random)
+            identity.mode = UInt32.random(in: 0...UInt32.max, using: &random)
+            identity.members = random.next()
+            return identity
+        }
+        func size() -> Int64 { Int64.random(in: Int64.min...Int64.max, using: &random) }
+        var observation = ItemObservation(
+            id: ItemID(uuid: UUID(randomFrom: &random)),
+            requests: ItemRequests(rawValue: UInt8.random(in: 0...15, using: &random)))
+        if Bool.random(using: &random) {
+            observation.remote = RemoteView(
+                path: try path(), kind: kind(), version: version(), contentHash: try hash(), size: size(),
+                isDeleted: Bool.random(using: &random))
+        }
+        if Bool.random(using: &random) {
+            observation.local = LocalView(path: try path(), kind: kind(), identity: identity(), contentHash: try hash())
+        }
+        if Bool.random(using: &random) {
+            observation.synced = SyncedView(
+                path: try path(), kind: kind(), version: version(), contentHash: try hash(), size: size(),
+                identity: Bool.random(using: &random) ? identity() : nil)
+        }
+        return observation
     }
 
     /// An item with each optional field present or not at random, errors and non-ASCII names among them.
