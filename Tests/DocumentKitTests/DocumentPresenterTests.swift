@@ -349,13 +349,7 @@ struct DocumentPresenterTests {
         document.performAsynchronousFileAccess { busy.wait() }
         document.edit("unsaved")
 
-        let queue = document.presentedItemOperationQueue
-        queue.isSuspended = true
-        #expect(try await helper(["coord-delete", lockDirectory, url.path]) == 0)
-        await waitUntil("the deletion notice is queued") { queue.operationCount > 0 }
-        queue.isSuspended = false
-        await presenterSettled(document, fileAccess: false)  // noticed; waiting for its turn
-
+        try await deleteInAnotherProcess(url, noticedBy: document)
         let saving = Task { await document.autosave() }
         await mainActorTurn()
         busy.signal()
@@ -364,6 +358,17 @@ struct DocumentPresenterTests {
         await presenterSettled(document)
         #expect(!FileManager.default.fileExists(atPath: url.path), "the autosave does not recreate the file")
         #expect(document.handledErrors.isEmpty)
+    }
+
+    /// Another process deletes the file at `url`; returns once `document` has noticed, its handling waiting for a
+    /// file-access turn the caller keeps busy.
+    private func deleteInAnotherProcess(_ url: URL, noticedBy document: NoteDocument) async throws {
+        let queue = document.presentedItemOperationQueue
+        queue.isSuspended = true
+        #expect(try await helper(["coord-delete", lockDirectory, url.path]) == 0)
+        await waitUntil("the deletion notice is queued") { queue.operationCount > 0 }
+        queue.isSuspended = false
+        await presenterSettled(document, fileAccess: false)
     }
 
     @Test("an autosave asked for just before another process's deletion was noticed is dropped, reporting no error")
@@ -380,12 +385,7 @@ struct DocumentPresenterTests {
         let saving = Task { await document.autosave() }
         await mainActorTurn()
 
-        let queue = document.presentedItemOperationQueue
-        queue.isSuspended = true
-        #expect(try await helper(["coord-delete", lockDirectory, url.path]) == 0)
-        await waitUntil("the deletion notice is queued") { queue.operationCount > 0 }
-        queue.isSuspended = false
-        await presenterSettled(document, fileAccess: false)  // noticed; waiting for its turn
+        try await deleteInAnotherProcess(url, noticedBy: document)
         busy.signal()
         #expect(await saving.value == false, "nothing was saved")
         await waitUntil("the document closes") { document.documentState.contains(.closed) }

@@ -199,9 +199,6 @@ struct FetchedRows {
     func snapshot(at row: Int) -> ObjectSnapshot {
         ObjectSnapshot(layout: layout, rows: rows, start: row * layout.properties.count)
     }
-
-    /// Each row's id and snapshot.
-    var all: [(ManagedObjectID, ObjectSnapshot)] { (0..<count).map { (id(at: $0), snapshot(at: $0)) } }
 }
 
 /// The rows a fetch read, one after another, each a value per property of its entity's layout.

@@ -269,3 +269,8 @@ struct RecordDatabaseTests {
         }
     }
 }
+
+extension FetchedRows {
+    /// Each row's id and snapshot.
+    var all: [(ManagedObjectID, ObjectSnapshot)] { (0..<count).map { (id(at: $0), snapshot(at: $0)) } }
+}
