@@ -87,6 +87,7 @@ struct FolderComparisonTests {
 
     @Test("500 random containers compared folder by folder end as the whole comparison leaves them")
     func sameAsTheWhole() throws {
+        var madeEarly = 0
         for seed in UInt64(1)...500 {
             var random = SeededGenerator(seed: seed)
             let (items, scanned) = Self.container(&random)
@@ -98,12 +99,25 @@ struct FolderComparisonTests {
             // The folders on disk are those of the entries (and the container's own); "Documents/Gone" has none.
             var parts = items
             var comparison = FolderComparison()
+            var partIDs = SeededGenerator(seed: seed ^ 0xFACE)
             let onDisk = Set(scanned.keys.map { Self.parent($0.string) }).union([""])
             let byFolder = Dictionary(grouping: items.values) { Self.parent(StoredItem($0).path.string) }
             for folder in onDisk.sorted() {
                 let entries = scanned.values.filter { Self.parent($0.path.string) == folder }
                 for changed in comparison.compare(byFolder[folder] ?? [], with: Array(entries)) {
                     parts[changed.id] = changed
+                }
+                // What the engine asks its state database: entries no record could claim at the end.
+                let certainlyNew = comparison.leftInFolder.filter { entry in
+                    !items.values.contains {
+                        ($0.local?.identity ?? $0.synced?.identity)?.inode == entry.identity.inode
+                            || ($0.remote.map { !$0.isDeleted && $0.path.collisionKey == entry.path.collisionKey }
+                                ?? false)
+                    }
+                }
+                for item in comparison.createNow(certainlyNew.map(\.path), newID: { ItemID(uuid: partIDs.uuid()) }) {
+                    parts[item.id] = item
+                    madeEarly += 1
                 }
             }
             for (folder, away) in byFolder where !onDisk.contains(folder) {
@@ -117,7 +131,6 @@ struct FolderComparisonTests {
                 }
                 owners[path] = candidates.map(\.id).min { $0.string < $1.string }
             }
-            var partIDs = SeededGenerator(seed: seed ^ 0xFACE)
             let outcome = comparison.finish(remoteOwners: owners)
             for (id, local) in outcome.localViews { parts[id]?.local = local }
             // A batch of two at a time, as the engine takes a batch of many.
@@ -127,11 +140,19 @@ struct FolderComparisonTests {
                 for item in created { parts[item.id] = item }
             }
 
-            let differing = Set(parts.keys).union(whole.keys).filter { parts[$0] != whole[$0] }
+            // New items compare by where they are: their ids are drawn in another order.
+            func new(_ all: [ItemID: ItemObservation]) -> [LocalView?] {
+                all.values.filter { items[$0.id] == nil }.map(\.local).sorted {
+                    ($0?.path.string ?? "") < ($1?.path.string ?? "")
+                }
+            }
+            #expect(new(parts) == new(whole), "seed \(seed): new items differ")
+            let differing = Set(items.keys).filter { parts[$0] != whole[$0] }
             #expect(
                 differing.isEmpty,
                 "seed \(seed): \(differing.map { "\n\(items[$0].map(String.init(describing:)) ?? "new") → \n  \(parts[$0].map(String.init(describing:)) ?? "none") / \n  \(whole[$0].map(String.init(describing:)) ?? "none")" })"
             )
         }
+        #expect(madeEarly > 100, "entries made new items before the end: \(madeEarly)")
     }
 }

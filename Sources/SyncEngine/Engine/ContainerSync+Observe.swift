@@ -91,8 +91,8 @@ extension ContainerSync {
     static let comparisonBatch = 1_024
 
     /// Observes the whole container a folder at a time (``FolderComparison``): each folder's records beside its
-    /// entries, then the records of folders no longer on disk, then what the folders left (moves across folders,
-    /// new items). What is held at once is a folder's records and entries and what changed, not the container; the
+    /// entries (and its files no item can claim made new items), then the records of folders no longer on disk,
+    /// then what the folders left (moves across folders, other new items). What is held at once is a folder's records and entries and what changed, not the container; the
     /// writes go in batches, each only while the record is still the one read.
     /// - Returns: `false` when some item's record changed meanwhile.
     private func observeEverything() async throws -> Bool {
@@ -127,6 +127,12 @@ extension ContainerSync {
             let known = Dictionary(try state.records(directlyIn: path).map { ($0.id, $0) }) { first, _ in first }
             for observation in comparison.compare(known.values.map(\.observation), with: found.entries) {
                 if let old = known[observation.id] { update(old, observation) }
+            }
+            // The files no item can claim at the end are new items now, not carried there (at a first start, all).
+            let new = try state.claimedByNone(comparison.leftInFolder)
+            for observation in comparison.createNow(new, newID: { ItemID(uuid: newIdentifier()) }) {
+                let item = StoredItem(observation)
+                writes.append(RecordWrite(item, inStep: isInStep(item), if: .pathUnclaimed))
             }
             try flush()
             for sub in found.folders.reversed() where visited.insert(sub.path.string).inserted {

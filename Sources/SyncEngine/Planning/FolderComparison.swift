@@ -6,9 +6,11 @@ import UbiquityProtocol
 /// Each folder's records are compared with the folder's entries (``compare(_:with:)``, rule 1: an item and the file
 /// at its path). What a folder leaves unexplained is carried to the end — the items found missing from where they
 /// were, the entries no item claimed — so memory grows with the largest folder and with what changed, not with the
-/// container. Once every folder was compared, and the records of folders no longer on disk with none of their
-/// entries, ``finish(remoteOwners:newID:)`` applies rules 2–4 to what was carried: moves matched by file identity
-/// across folders, a file where the service has an item with nothing here, and new items.
+/// container. An entry no record at all could claim at the end (no item was that file, the service has no item
+/// at its path) is made a new item at once (``createNow(_:newID:)``) rather than carried: at a first start that
+/// is every file. Once every folder was compared, and the records of folders no longer on disk with none of their
+/// entries, ``finish(remoteOwners:)`` applies rules 2–4 to what was carried: moves matched by file identity across
+/// folders, a file where the service has an item with nothing here, and new items.
 public struct FolderComparison: Sendable {
     /// An item whose file was not at its path: what rules 2 and 3 need of it.
     struct Missing: Sendable {
@@ -25,6 +27,8 @@ public struct FolderComparison: Sendable {
     private var missing: [Missing] = []
     /// The entries no item claimed so far, by path.
     private(set) var unclaimed: [ItemPath: ScannedItem] = [:]
+    /// The entries of the folder compared last that no item of it claimed (each also in `unclaimed`).
+    public private(set) var leftInFolder: [ScannedItem] = []
 
     /// A new comparison.
     public init() {}
@@ -54,8 +58,20 @@ public struct FolderComparison: Sendable {
                         previous: item.local, remoteOnlyPath: remoteOnlyPath))
             }
         }
+        leftInFolder = entriesByPath.values.sorted { $0.path < $1.path }
         for (path, entry) in entriesByPath { unclaimed[path] = entry }
         return changed
+    }
+
+    /// New items (rule 4) of the unclaimed entries at `paths`, made before the end: only for entries that no item
+    /// can claim there — none was the same file (rule 2), the service has none at the path (rule 3) — which the
+    /// caller knows from all the records, not only those compared so far. Ids are drawn in the order of `paths`.
+    public mutating func createNow(_ paths: [ItemPath], newID: () -> ItemID) -> [ItemObservation] {
+        paths.compactMap { path in
+            guard let found = unclaimed.removeValue(forKey: path) else { return nil }
+            return ItemObservation(
+                id: newID(), local: LocalView(path: found.path, kind: found.kind, identity: found.identity))
+        }
     }
 
     /// What the end of the comparison decided of the items known: those found missing, with their new local

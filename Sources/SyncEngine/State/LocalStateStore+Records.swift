@@ -49,10 +49,11 @@ public struct RecordWrite: Sendable {
 }
 
 extension LocalStateStore {
-    /// The items' table keeps, per item: the observations (JSON), the item as apps see it (JSON, also what the
-    /// version changes made by apps read and write), its path as apps see it (indexed, not unique: two items may
-    /// claim one path for a while — a new file where the service has another item, say — until the planner settles
-    /// it), the collision key of its live path on the service (who holds a path there), and whether it is in step.
+    /// The items' table keeps, per item: the observations and the item as apps see it (each in a binary form; the
+    /// item is also what the version changes made by apps read and write), its path as apps see it (indexed, not
+    /// unique: two items may claim one path for a while — a new file where the service has another item, say —
+    /// until the planner settles it), the collision key of its live path on the service (who holds a path there),
+    /// the inode of its file here (a move of it), and whether it is in step.
     static func registerObservationMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("v4-observations") { db in
             try db.execute(
@@ -72,7 +73,9 @@ extension LocalStateStore {
                     db, sql: "SELECT value FROM value WHERE key = ?", arguments: [currentVersionKey(of: item.id)]
                 ).flatMap { try? JSONDecoder().decode(VersionRecord.self, from: Data($0.utf8)) }
                 let hash = current?.id == item.serverVersion ? current?.contentHash : nil
-                try insert(RecordWrite(StoredItem(migrating: item, currentContentHash: hash), inStep: false), in: db)
+                try insert(
+                    RecordWrite(StoredItem(migrating: item, currentContentHash: hash), inStep: false), in: db,
+                    withFileInode: false)
             }
             try db.execute(sql: "DROP TABLE item")
         }
@@ -110,6 +113,43 @@ extension LocalStateStore {
             for (id, bytes) in converted {
                 try db.execute(sql: "UPDATE item_record SET observation = ? WHERE id = ?", arguments: [bytes, id])
             }
+        }
+        // The inode of each item's file (``fileInode(of:)``), indexed: the start-up comparison asks whether a file
+        // it found could be an item's that moved.
+        migrator.registerMigration("v8-file-inode") { db in
+            try db.execute(sql: "ALTER TABLE item_record ADD COLUMN file_inode INTEGER")
+            let rows = try Row.fetchCursor(db, sql: "SELECT id, observation FROM item_record")
+            var inodes: [(String, Int64)] = []
+            while let row = try rows.next() {
+                let observation = try ItemObservation(stateBytes: row["observation"] as Data)
+                if let inode = fileInode(of: observation) { inodes.append((row["id"], inode)) }
+            }
+            for (id, inode) in inodes {
+                try db.execute(sql: "UPDATE item_record SET file_inode = ? WHERE id = ?", arguments: [inode, id])
+            }
+            try db.execute(
+                sql: "CREATE INDEX item_record_file_inode ON item_record (file_inode) WHERE file_inode IS NOT NULL")
+        }
+    }
+
+    /// The inode of the file an item was last seen as here, or last synced as: the file a move of it would be.
+    static func fileInode(of observation: ItemObservation) -> Int64? {
+        (observation.local?.identity ?? observation.synced?.identity).map { Int64(bitPattern: $0.inode) }
+    }
+
+    /// Of `entries` (found on disk by the start-up comparison, claimed by no item at their paths), the paths of
+    /// those no item could claim at its end: no item was last seen or synced as a file of the same inode (it moved
+    /// there), and the service has no live item at a path colliding with theirs (made on both sides). Read in one
+    /// transaction.
+    public func claimedByNone(_ entries: [ScannedItem]) throws -> [ItemPath] {
+        guard !entries.isEmpty else { return [] }
+        return try pool.read { db in
+            let inode = try db.cachedStatement(sql: "SELECT 1 FROM item_record WHERE file_inode = ? LIMIT 1")
+            let remote = try db.cachedStatement(sql: "SELECT 1 FROM item_record WHERE remote_key = ? LIMIT 1")
+            return try entries.filter { entry in
+                try Bool.fetchOne(inode, arguments: [Int64(bitPattern: entry.identity.inode)]) == nil
+                    && Bool.fetchOne(remote, arguments: [entry.path.collisionKey]) == nil
+            }.map(\.path)
         }
     }
 
@@ -308,19 +348,31 @@ extension LocalStateStore {
         }
     }
 
-    private static func insert(_ write: RecordWrite, in db: Database) throws {
+    /// Writes `write`'s record; `withFileInode` false only in a migration from before there was that column.
+    private static func insert(_ write: RecordWrite, in db: Database, withFileInode: Bool = true) throws {
         guard let record = write.record else { return }
         let remote = record.observation.remote
         let key = remote.flatMap { $0.isDeleted ? nil : $0.path.collisionKey }
-        try db.execute(
-            sql: """
-                INSERT OR REPLACE INTO item_record (id, path, remote_key, in_step, record, observation)
-                VALUES (?, ?, ?, ?, ?, ?)
-                """,
-            arguments: [
-                record.id.string, record.path.string, key, write.inStep ? 1 : 0, record.item.stateBytes,
-                record.observation.stateBytes,
-            ])
+        var arguments: StatementArguments = [
+            record.id.string, record.path.string, key, write.inStep ? 1 : 0, record.item.stateBytes,
+            record.observation.stateBytes,
+        ]
+        if withFileInode {
+            arguments += [fileInode(of: record.observation)]
+            try db.cachedStatement(
+                sql: """
+                    INSERT OR REPLACE INTO item_record (id, path, remote_key, in_step, record, observation, file_inode)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: arguments)
+        } else {
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO item_record (id, path, remote_key, in_step, record, observation)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: arguments)
+        }
         if let locations = write.chunkLocations { try setChunkLocations(locations, of: record.id, in: db) }
         if let version = write.currentVersion { try setCurrentVersionRecord(version, of: record.id, in: db) }
     }

@@ -50,7 +50,8 @@ struct ItemStateCodingTests {
         }
     }
 
-    @Test("A state database an older engine wrote, its items as JSON, reads the same after the migration")
+    @Test(
+        "A state database an older engine wrote, its items as JSON and no inodes, reads the same after the migrations")
     func migratesJSONItems() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ubiquity-items-\(UUID().uuidString.prefix(8))", isDirectory: true)
@@ -90,11 +91,31 @@ struct ItemStateCodingTests {
                 }
                 try db.execute(
                     sql: """
-                        DELETE FROM grdb_migrations WHERE identifier IN ('v6-binary-items', 'v7-binary-observations')
+                        DROP INDEX item_record_file_inode;
+                        ALTER TABLE item_record DROP COLUMN file_inode;
+                        DELETE FROM grdb_migrations
+                            WHERE identifier IN ('v6-binary-items', 'v7-binary-observations', 'v8-file-inode');
                         """)
             }
         }
         let reopened = try LocalStateStore(url: url)
+        // The inodes of the items' files are indexed again: a file found elsewhere with one may be that item moved,
+        // as may a file where the service has an item; a file of neither is new.
+        let inodes = Set(observations.compactMap { ($0.local?.identity ?? $0.synced?.identity)?.inode })
+        let remotePaths = observations.compactMap { $0.remote.flatMap { $0.isDeleted ? nil : $0.path } }
+        #expect(!inodes.isEmpty && !remotePaths.isEmpty)
+        var fresh: UInt64 = 1
+        func entry(_ path: String, inode: UInt64? = nil) throws -> ScannedItem {
+            while inodes.contains(fresh) { fresh += 1 }
+            defer { fresh += 1 }
+            return ScannedItem(
+                path: try ItemPath(path), kind: .file,
+                identity: LocalFileIdentity(device: 1, inode: inode ?? fresh, size: 1, modified: 1, changed: 1))
+        }
+        let moved = try inodes.enumerated().map { try entry("Moved/\($0.offset)", inode: $0.element) }
+        let madeBothSides = try remotePaths.map { try entry($0.string) }
+        let new = try (0..<20).map { try entry("New/\($0)") }
+        #expect(try reopened.claimedByNone(moved + madeBothSides + new) == new.map(\.path))
         #expect(try reopened.items() == written)
         #expect(Set(try reopened.records().map(\.observation)) == Set(observations))
         let texts = try DatabaseQueue(path: url.path).read { db in
