@@ -69,4 +69,32 @@ public struct LocalService: Sendable {
         let login = try await anonymous.login(LoginRequest(name: account, password: password, deviceName: device))
         return anonymous.signedIn(with: login.token)
     }
+
+    /// Spoils what the service stores of account `name`'s chunk `hash`, as a damaged disk would (a chunk file moved
+    /// away, a packed chunk's bytes inverted in its pack).
+    /// - Returns: What puts the chunk back as it was.
+    public func spoilChunk(_ hash: ChunkHash, ofAccount name: String) async throws -> @Sendable () throws -> Void {
+        guard let account = try await service.store.account(named: name)?.id,
+            let chunks = service.chunks as? FileChunkStore
+        else { throw ProtocolError(.chunkNotFound, "no account \(name) on a file chunk store") }
+        let file = chunks.location(of: hash, of: account)
+        if FileManager.default.fileExists(atPath: file.path) {
+            let aside = file.appendingPathExtension("spoiled")
+            try FileManager.default.moveItem(at: file, to: aside)
+            return { try FileManager.default.moveItem(at: aside, to: file) }
+        }
+        guard let packed = try chunks.packedLocation(of: hash, of: account) else {
+            throw ProtocolError(.chunkNotFound, "the service has no chunk \(hash)")
+        }
+        @Sendable func invert() throws {
+            let handle = try FileHandle(forUpdating: packed.pack)
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(packed.offset))
+            let bytes = try handle.read(upToCount: Int(packed.length)) ?? Data()
+            try handle.seek(toOffset: UInt64(packed.offset))
+            try handle.write(contentsOf: Data(bytes.map { ~$0 }))
+        }
+        try invert()
+        return invert
+    }
 }

@@ -236,15 +236,10 @@ struct TransferTests {
         try Data("milk".utf8).write(to: laptop.layout.url(of: path))
         try Data("bread".utf8).write(to: laptop.layout.url(of: try ItemPath("Documents/Other.txt")))
         try await laptop.syncOnce()
-        // The service loses the chunk (a damaged disk, say).
+        // The service's copy of the chunk is damaged (a failing disk, say).
         let version = try #require(try await laptop.versions(of: path).versions.first)
         let hash = try #require(version.manifest.chunks.first?.hash)
-        let stored = try #require(
-            FileManager.default.enumerator(atPath: service.directory.path)?.allObjects.compactMap { $0 as? String }
-                .first { $0.hasSuffix(hash.string) && !$0.contains("incoming") })
-        let chunkFile = service.directory.appendingPathComponent(stored)
-        let saved = try Data(contentsOf: chunkFile)
-        try FileManager.default.removeItem(at: chunkFile)
+        let restore = try await service.spoilChunk(hash, ofAccount: "ada")
 
         try await desktop.syncOnce()
         let failed = try #require(try await desktop.item(at: path))
@@ -254,7 +249,7 @@ struct TransferTests {
             try Data(contentsOf: desktop.layout.documents.appendingPathComponent("Other.txt")) == Data("bread".utf8),
             "the rest of the round went on")
 
-        try saved.write(to: chunkFile)
+        try restore()
         try await desktop.syncOnce()
         #expect(try await desktop.item(at: path)?.downloadError == nil)
         #expect(try Data(contentsOf: desktop.layout.url(of: path)) == Data("milk".utf8))

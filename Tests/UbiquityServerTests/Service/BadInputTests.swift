@@ -133,6 +133,9 @@ struct BadInputTests {
             #expect(
                 !FileManager.default.fileExists(atPath: file.path),
                 "the refused chunk's bytes were kept on disk at \(file.path), outside the quota")
+            #expect(
+                try store.packedLocation(of: hash, of: ada.info.accountID) == nil,
+                "the refused chunk's bytes were packed, outside the quota")
         }
     }
 

@@ -6,6 +6,7 @@ import NIOHTTP1
 import Synchronization
 import Testing
 import UbiquityProtocol
+import UbiquityServer
 
 /// Kills a real `ubiquity server` process with SIGKILL while several clients commit to it, restarts it on the same
 /// data directory, and checks that nothing acknowledged was lost and that what is there is whole.
@@ -85,19 +86,19 @@ private final class CrashRun: Sendable {
         try await checkCatchesMissingChunk(token: login.token, account: login.info.accountID, ledger: ledger)
     }
 
-    /// Deletes one chunk file that a version needs and checks that the consistency check notices.
+    /// Spoils the stored bytes of one chunk a version needs and checks that the consistency check notices.
     private func checkCatchesMissingChunk(token: String, account: AccountID, ledger: Ledger) async throws {
         let model = ledger.snapshot
         let hash = try #require(model.versions.values.lazy.flatMap(\.values).first?.manifest.chunks.first?.hash)
         let stopped = stopServer()
         #expect(stopped)
-        try FileManager.default.removeItem(at: Checker.chunkFile(hash, account: account, data: data))
+        try Checker.spoil(hash, account: account, data: data)
         let port = try await startServer()
         let check = try await Checker(
             wire: Wire(client: client, port: port, token: token), account: account, data: data
         )
         .verify(against: model)
-        #expect(check.problems.contains { $0.contains(hash.string) }, "a deleted chunk file went unnoticed")
+        #expect(check.problems.contains { $0.contains(hash.string) }, "a spoiled chunk went unnoticed")
         let stoppedAgain = stopServer()
         #expect(stoppedAgain)
     }
@@ -187,20 +188,24 @@ private final class CrashRun: Sendable {
         }
     }
 
-    /// A chunk upload that sends its head and a first piece, then nothing more until it is cancelled or the
-    /// server dies.
+    /// A chunk upload that sends its head and a first piece, larger than the service keeps in memory (so it has a
+    /// file in `incoming/`), then nothing more until it is cancelled or the server dies; begun again should it end
+    /// before (a loaded machine's cycle can outlast any one request's deadline).
     private static func stalledUpload(wire: Wire) async {
-        let bytes = randomBytes(1 << 16)
-        guard let hash = try? sha256(bytes) else { return }
-        var request = HTTPClientRequest(url: wire.url(wire.containerPath("chunks/\(hash)")))
-        request.method = .PUT
-        request.headers.add(name: "Authorization", value: "Bearer \(wire.token ?? "")")
-        request.headers.add(name: "Content-Type", value: "application/octet-stream")
-        let (body, continuation) = AsyncStream<ByteBuffer>.makeStream()
-        continuation.yield(ByteBuffer(bytes: bytes.prefix(4096)))
-        request.body = .stream(body, length: .known(Int64(bytes.count)))
-        _ = try? await wire.client.execute(request, timeout: .seconds(60))
-        continuation.finish()
+        while !Task.isCancelled {
+            let bytes = randomBytes(2 << 20)
+            guard let hash = try? sha256(bytes) else { return }
+            var request = HTTPClientRequest(url: wire.url(wire.containerPath("chunks/\(hash)")))
+            request.method = .PUT
+            request.headers.add(name: "Authorization", value: "Bearer \(wire.token ?? "")")
+            request.headers.add(name: "Content-Type", value: "application/octet-stream")
+            let (body, continuation) = AsyncStream<ByteBuffer>.makeStream()
+            continuation.yield(ByteBuffer(bytes: bytes.prefix(3 << 19)))
+            request.body = .stream(body, length: .known(Int64(bytes.count)))
+            _ = try? await wire.client.execute(request, timeout: .seconds(600))
+            continuation.finish()
+            try? await Task.sleep(for: .milliseconds(20))  // a dead server refuses at once: not a tight loop
+        }
     }
 }
 
@@ -502,8 +507,21 @@ private struct Checker: Sendable {
         var versionCount: Int { versions.values.reduce(0) { $0 + $1.count } }
     }
 
-    static func chunkFile(_ hash: ChunkHash, account: AccountID, data: URL) -> URL {
-        data.appendingPathComponent("chunks/\(account.string)/\(hash.string.prefix(2))/\(hash.string)")
+    /// Deletes the chunk's file, or, packed, inverts its bytes in the pack (the service stopped).
+    static func spoil(_ hash: ChunkHash, account: AccountID, data: URL) throws {
+        let store = try FileChunkStore(root: data.appendingPathComponent("chunks", isDirectory: true))
+        let file = store.location(of: hash, of: account)
+        if FileManager.default.fileExists(atPath: file.path) {
+            try FileManager.default.removeItem(at: file)
+            return
+        }
+        let packed = try #require(try store.packedLocation(of: hash, of: account))
+        let handle = try FileHandle(forUpdating: packed.pack)
+        defer { try? handle.close() }
+        try handle.seek(toOffset: UInt64(packed.offset))
+        let bytes = try #require(try handle.read(upToCount: Int(packed.length)))
+        try handle.seek(toOffset: UInt64(packed.offset))
+        try handle.write(contentsOf: Data(bytes.map { ~$0 }))
     }
 
     func verify(against model: Model) async throws -> Result {

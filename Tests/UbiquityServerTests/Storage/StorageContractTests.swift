@@ -248,9 +248,10 @@ struct StorageContractTests {
             let finished = try await before.chunks.beginUpload(for: ada)
             try kept.withUnsafeBytes { try finished.write($0) }
             try await finished.finish(expecting: Fixtures.sha256(kept))
-            // The service dies in the middle of an upload: it is neither finished nor cancelled.
+            // The service dies in the middle of an upload, larger than a store keeps in memory: it is neither
+            // finished nor cancelled.
             let interrupted = try await before.chunks.beginUpload(for: ada)
-            try Array(repeating: UInt8(7), count: 4096).withUnsafeBytes { try interrupted.write($0) }
+            try Array(repeating: UInt8(7), count: 2 << 20).withUnsafeBytes { try interrupted.write($0) }
             #expect(try before.unfinishedUploads() == 1)
 
             let restarted = try driver.makeStores(in: directory)

@@ -36,7 +36,10 @@ enum StorageDriverKind: String, CaseIterable, Codable, Sendable, CustomTestStrin
             let incoming = chunks.root.appendingPathComponent("incoming", isDirectory: true)
             return StorageUnderTest(
                 metadata: metadata, chunks: chunks,
-                unfinishedUploads: { try FileManager.default.contentsOfDirectory(atPath: incoming.path).count })
+                unfinishedUploads: {
+                    try FileManager.default.contentsOfDirectory(atPath: incoming.path).count
+                        + chunks.unfinishedUploadsInMemory
+                })
         }
     }
 
@@ -57,7 +60,7 @@ struct StorageUnderTest: Sendable {
     /// Chunk bytes.
     var chunks: any ChunkStore
     /// How many uploads the chunk store holds that were neither finished nor dropped (for ``FileChunkStore``:
-    /// the files in `incoming/`).
+    /// those in memory and the files in `incoming/`).
     var unfinishedUploads: @Sendable () throws -> Int
 }
 
