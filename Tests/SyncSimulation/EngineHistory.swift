@@ -142,6 +142,9 @@ public final class EngineHistory: @unchecked Sendable {
     /// How many items out of step each engine plans at once: one to three for most seeds, so that a history's few
     /// items span pages; the engine's default for every fourth.
     var planningPage: Int { seed % 4 == 3 ? ContainerSync.defaultPlanningPage : Int(seed / 4 % 3) + 1 }
+    /// From what size a first version goes up while it is cut: every file's for two seeds in five, so that the
+    /// pipelined upload meets the histories' edits, moves and crashes; the engine's default (none here) for the rest.
+    var pipelinedUploadBytes: Int64 { seed % 5 < 2 ? 0 : 16 << 20 }
 
     /// Chunks of 2 to 32 bytes, about 8 on average.
     static let smallChunker = FileChunker(
@@ -217,7 +220,7 @@ public final class EngineHistory: @unchecked Sendable {
             disk: self.configuration.staleChecks ? StaleDisk(disk) : disk,
             makeIdentifier: { [unowned self] in self.random.uuid() }, taskExecutor: executor,
             // Pages of a few items, so that histories plan across pages: a page's waiting items give way to the next.
-            planningPage: planningPage)
+            planningPage: planningPage, pipelinedUploadBytes: pipelinedUploadBytes)
         // A killed engine's lock was let go (unlocked, not only closed), so a new engine takes it at once.
         let sync = try ContainerSync(
             layout: device.layout, client: Self.unusedClient, service: service, device: device.saving,

@@ -1,5 +1,6 @@
 import DocumentKit
 import Foundation
+import UbiquityProtocol
 
 /// The file system as the engine uses it: every look at and change to a container's folder (its items, partial
 /// downloads, version copies) goes through these few calls. ``PosixDisk`` is the real one; the engine's simulation
@@ -31,9 +32,29 @@ public protocol LocalDisk: Sendable {
     func openFileForReading(at url: URL) throws -> any DiskFile
     /// Chunks the file at `url` and hashes its content in the same pass.
     func chunksAndContentHash(ofFileAt url: URL, chunker: FileChunker) throws -> ChunkedContent
+    /// The same, handing each chunk and its offset to `onChunk` as it is cut (a disk that reads all at once may
+    /// hand them over at the end).
+    func chunksAndContentHash(
+        ofFileAt url: URL, chunker: FileChunker, onChunk: (ChunkReference, Int64) throws -> Void
+    ) throws -> ChunkedContent
     /// Whether work on this disk blocks a thread long enough to be moved off Swift concurrency's shared threads
     /// (a real disk); a disk in memory answers at once and is used in place.
     var blocksThreads: Bool { get }
+}
+
+extension LocalDisk {
+    /// Chunks the whole file, then hands each chunk over in order.
+    public func chunksAndContentHash(
+        ofFileAt url: URL, chunker: FileChunker, onChunk: (ChunkReference, Int64) throws -> Void
+    ) throws -> ChunkedContent {
+        let content = try chunksAndContentHash(ofFileAt: url, chunker: chunker)
+        var offset: Int64 = 0
+        for chunk in content.chunks {
+            try onChunk(chunk, offset)
+            offset += chunk.size
+        }
+        return content
+    }
 }
 
 /// An open file of a ``LocalDisk``; closed when let go.

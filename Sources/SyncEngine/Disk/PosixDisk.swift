@@ -1,5 +1,6 @@
 import DocumentKit
 import Foundation
+import UbiquityProtocol
 
 #if canImport(Glibc)
     import Glibc
@@ -44,6 +45,16 @@ public struct PosixDisk: LocalDisk {
 
     public func chunksAndContentHash(ofFileAt url: URL, chunker: FileChunker) throws -> ChunkedContent {
         try chunker.chunksAndContentHash(ofFileAt: url)
+    }
+
+    public func chunksAndContentHash(
+        ofFileAt url: URL, chunker: FileChunker, onChunk: (ChunkReference, Int64) throws -> Void
+    ) throws -> ChunkedContent {
+        var offset: Int64 = 0
+        return try chunker.chunksAndContentHash(ofFileAt: url) { chunk, _ in
+            try onChunk(chunk, offset)
+            offset += chunk.size
+        }
     }
 
     public var blocksThreads: Bool { true }

@@ -155,7 +155,13 @@ extension ContainerSync {
     /// Content that is the service's current content already is adopted instead.
     private func upload(_ item: inout StoredItem, basedOn: VersionID?) async throws {
         guard let local = item.observation.local else { throw LocalCopyChanged() }
-        let read = try await readContent(at: local.path, kind: local.kind)
+        // A large file's first version goes up while it is cut; other content once read.
+        let (read, sent) =
+            if basedOn == nil, local.kind == .file, local.identity.size >= configuration.pipelinedUploadBytes {
+                try await readUploading(at: local.path, size: local.identity.size, for: item.item)
+            } else {
+                (try await readContent(at: local.path, kind: local.kind), Set<ChunkHash>())
+            }
         noteRead(read, into: &item)
         let (content, identity) = (read.content, read.identity)
         if let remote = item.observation.remote, remote.version != nil, !remote.isDeleted,
@@ -172,7 +178,7 @@ extension ContainerSync {
         let base = try basedOn.flatMap { id in
             try state.currentVersionRecord(of: item.id).flatMap { $0.id == id ? $0 : nil }
         }
-        try await uploadChunks(of: content, for: item.item, base: base)
+        try await uploadChunks(of: content, for: item.item, base: base, sent: sent)
         let version = makeVersion(of: item.id, content, identity, basedOn: basedOn)
         let answer: ItemResponse
         do {

@@ -16,8 +16,11 @@ extension ContainerSync {
     }
 
     /// Chunks and hashes the file or package at `path` under a coordinated read; the identity is taken inside the
-    /// same access, and a copy that changed while it was read is refused (``ContentChangedWhileRead``).
-    func readContent(at path: ItemPath, kind: ItemKind) async throws -> ContentRead {
+    /// same access, and a copy that changed while it was read is refused (``ContentChangedWhileRead``). A file's
+    /// chunks are handed to `onChunk` as they are cut.
+    func readContent(
+        at path: ItemPath, kind: ItemKind, onChunk: (@Sendable (ChunkHash, LocalContent.Source) -> Void)? = nil
+    ) async throws -> ContentRead {
         let url = layout.url(of: path)
         let (scanner, chunker, disk) = (scanner, configuration.chunker, disk)
         return try await onDisk {
@@ -26,7 +29,7 @@ extension ContainerSync {
                 let content =
                     kind == .package
                     ? try LocalContent(package: url, chunker: chunker, disk: disk)
-                    : try LocalContent(file: url, chunker: chunker, disk: disk)
+                    : try LocalContent(file: url, chunker: chunker, disk: disk, onChunk: onChunk)
                 let after = try scanner.identity(of: url, kind: kind)
                 guard after == before else { throw ContentChangedWhileRead() }
                 return ContentRead(content: content, identity: before, readAt: after.capturedAt)
@@ -50,8 +53,11 @@ extension ContainerSync {
     /// megabytes, a few batches at a time, reading each chunk from its file by its offset; the item's upload progress
     /// counts the chunks the service has as done. The question names only chunks that are not in `base`, a version
     /// the service keeps: a small edit of a large file asks about the chunks it changed.
-    func uploadChunks(of content: LocalContent, for item: LocalItem, base: VersionRecord? = nil) async throws {
-        let kept = Set(base?.manifest.chunks.map(\.hash) ?? [])
+    /// `sent` names chunks the service is known to have already (sent while the content was cut).
+    func uploadChunks(
+        of content: LocalContent, for item: LocalItem, base: VersionRecord? = nil, sent: Set<ChunkHash> = []
+    ) async throws {
+        let kept = Set(base?.manifest.chunks.map(\.hash) ?? []).union(sent)
         var seen = Set<ChunkHash>()
         let unknown = content.manifest.chunks.filter { !kept.contains($0.hash) && seen.insert($0.hash).inserted }
         let missing: [ChunkHash]
@@ -80,6 +86,82 @@ extension ContainerSync {
             try await largeUploads.withSlot { try await send(work, of: item) }
         } else {
             try await send(work, of: item)
+        }
+    }
+
+    /// Reads the file at `path` (the first version of an item, about `size` bytes) as ``readContent(at:kind:)``
+    /// does, and uploads its chunks meanwhile: each few megabytes of chunks cut are asked about and the missing ones
+    /// sent, a few batches at a time, read again by their offsets (so the coordinated read is never held for a
+    /// transfer). A file changed meanwhile fails the read or the service's check of a chunk's hash, as an upload after
+    /// the read would.
+    /// - Returns: The read, and the chunks the service has now.
+    func readUploading(at path: ItemPath, size: Int64, for item: LocalItem) async throws
+        -> (read: ContentRead, sent: Set<ChunkHash>)
+    {
+        let (chunks, feed) = AsyncStream.makeStream(of: (ChunkHash, LocalContent.Source).self)
+        setTransfer(ItemTransfer(direction: .upload, completed: 0, total: size), of: item)
+        defer { setTransfer(nil, of: item) }
+        async let sent = largeUploads.withSlot { try await sendWhileCut(chunks, of: item) }
+        let read: ContentRead
+        do {
+            read = try await readContent(at: path, kind: .file) { feed.yield(($0, $1)) }
+        } catch {
+            feed.finish()
+            _ = try? await sent
+            throw error
+        }
+        feed.finish()
+        return (read, try await sent)
+    }
+
+    /// Sends the chunks `chunks` brings as they come, a batch of up to ``batchBytes`` at a time (its missing chunks
+    /// asked for first), a few batches at once.
+    /// - Returns: The chunks the service has now.
+    private func sendWhileCut(_ chunks: AsyncStream<(ChunkHash, LocalContent.Source)>, of item: LocalItem)
+        async throws -> Set<ChunkHash>
+    {
+        let (service, container, disk, smallUploads) = (service, container, disk, smallUploads)
+        let window = max(1, Self.transferWindow / 2)
+        return try await withThrowingTaskGroup(of: (Int64, [ChunkHash]).self) { group in
+            var sent = Set<ChunkHash>()
+            var running = 0
+            var batch: [(ChunkHash, LocalContent.Source)] = []
+            var filled: Int64 = 0
+            var seen = Set<ChunkHash>()
+            func start() async throws {
+                let work = batch
+                batch = []
+                filled = 0
+                while running >= window, let (bytes, hashes) = try await group.next() {
+                    running -= 1
+                    sent.formUnion(hashes)
+                    advanceTransfer(of: item, by: bytes)
+                }
+                running += 1
+                group.addTask {
+                    let missing = Set(
+                        try await service.missingChunks(
+                            work.map { ChunkReference(hash: $0.0, size: $0.1.size) }, in: container))
+                    let total = work.reduce(Int64(0)) { $0 + $1.1.size }
+                    let sending = work.filter { missing.contains($0.0) }
+                    if !sending.isEmpty {
+                        _ = try await Self.upload(
+                            sending, service: service, container: container, disk: disk, smallUploads: smallUploads)
+                    }
+                    return (total, work.map(\.0))
+                }
+            }
+            for await (hash, source) in chunks where seen.insert(hash).inserted {
+                if filled + source.size > Self.batchBytes, !batch.isEmpty { try await start() }
+                batch.append((hash, source))
+                filled += source.size
+            }
+            if !batch.isEmpty { try await start() }
+            for try await (bytes, hashes) in group {
+                sent.formUnion(hashes)
+                advanceTransfer(of: item, by: bytes)
+            }
+            return sent
         }
     }
 

@@ -38,15 +38,19 @@ public actor ContainerSync {
         /// How many items out of step are planned at once (``ContainerSync/defaultPlanningPage`` by default, at
         /// least 1): what a round holds in memory, however many items a change brought.
         public var planningPage: Int
+        /// A file at least this large whose first version goes up is uploaded while it is still being cut, each few
+        /// megabytes of chunks as they are found (16 MiB by default).
+        public var pipelinedUploadBytes: Int64
 
         /// Creates a configuration; the defaults are documented on each field.
         public init(
             eagerDownloadLimit: Int64 = 1 << 20, chunker: FileChunker = FileChunker(),
             keyValueLimits: KeyValueLimits = .apple, disk: any LocalDisk = PosixDisk(),
             makeIdentifier: @escaping @Sendable () -> UUID = { UUID.random() }, taskExecutor: (any TaskExecutor)? = nil,
-            planningPage: Int = ContainerSync.defaultPlanningPage
+            planningPage: Int = ContainerSync.defaultPlanningPage, pipelinedUploadBytes: Int64 = 16 << 20
         ) {
             self.planningPage = max(1, planningPage)
+            self.pipelinedUploadBytes = pipelinedUploadBytes
             self.eagerDownloadLimit = eagerDownloadLimit
             self.chunker = chunker
             self.keyValueLimits = keyValueLimits

@@ -27,9 +27,19 @@ public struct LocalContent: Sendable, Hashable {
     /// Where each chunk's bytes are.
     public var sources: [ChunkHash: Source]
 
-    /// The content of the file at `url` on `disk`.
-    public init(file url: URL, chunker: FileChunker, disk: any LocalDisk = PosixDisk()) throws {
-        let chunked = try disk.chunksAndContentHash(ofFileAt: url, chunker: chunker)
+    /// The content of the file at `url` on `disk`; each chunk's source is handed to `onChunk` as it is cut.
+    public init(
+        file url: URL, chunker: FileChunker, disk: any LocalDisk = PosixDisk(),
+        onChunk: ((ChunkHash, Source) -> Void)? = nil
+    ) throws {
+        let chunked =
+            if let onChunk {
+                try disk.chunksAndContentHash(ofFileAt: url, chunker: chunker) { chunk, offset in
+                    onChunk(chunk.hash, Source(file: url, offset: offset, size: chunk.size))
+                }
+            } else {
+                try disk.chunksAndContentHash(ofFileAt: url, chunker: chunker)
+            }
         manifest = chunked.manifest
         contentHash = chunked.contentHash
         size = chunked.size

@@ -57,6 +57,46 @@ struct DeltaUploadTests {
         #expect(try Data(contentsOf: desktop.layout.documents.appendingPathComponent("Big.bin")) == Data(bytes))
         await service.remove()
     }
+
+    @Test(
+        "A large file's first version goes up while it is cut: each chunk sent once, a copy of it sends none, the other device gets both whole"
+    )
+    func pipelinedFirstUpload() async throws {
+        let service = try await LocalService.start()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-pipelined-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        func device(_ name: String) async throws -> ContainerSync {
+            let client = try await service.signIn(account: "ada", device: name)
+            return try ContainerSync(
+                layout: ContainerLayout(root: root.appendingPathComponent(name), container: Self.container),
+                client: client, device: SavingDevice(id: DeviceID(), name: name),
+                configuration: .init(eagerDownloadLimit: 64 << 20, pipelinedUploadBytes: 1 << 20))
+        }
+        let laptop = try await device("laptop")
+        let desktop = try await device("desktop")
+        // 12 MiB: three batches of chunks and more.
+        var generator = SplitMix(seed: 7)
+        let bytes = (0..<(3 << 19)).map { _ in generator.next() }.withUnsafeBytes { Data($0) }
+        try bytes.write(to: laptop.layout.documents.appendingPathComponent("Big.bin"))
+        try await laptop.syncOnce()
+        let path = try ItemPath("Documents/Big.bin")
+        let version = try #require(try await laptop.versions(of: path).versions.first)
+        let distinct = Set(version.manifest.chunks.map(\.hash)).count
+        #expect(distinct > 100)
+        #expect(figure("ubiquity_chunks_in_total", of: service) == distinct, "each chunk went up once")
+        #expect(try await laptop.item(at: path)?.uploadError == nil)
+
+        try bytes.write(to: laptop.layout.documents.appendingPathComponent("Copy.bin"))
+        try await laptop.syncOnce()
+        #expect(figure("ubiquity_chunks_in_total", of: service) == distinct, "the copy's chunks were all there")
+
+        try await desktop.syncOnce()
+        for name in ["Big.bin", "Copy.bin"] {
+            #expect(try Data(contentsOf: desktop.layout.documents.appendingPathComponent(name)) == bytes)
+        }
+        await service.remove()
+    }
 }
 
 /// SplitMix64: reproducible bytes that neither compress nor repeat.
