@@ -112,9 +112,11 @@ extension ContainerSync {
         defer { setTransfer(nil, of: item) }
         switch version.manifest {
         case .file(let chunks):
-            let hash = try await assemble(chunks, into: temporary, for: item)
+            // The chunks downloaded are checked by the whole content's hash alone (one pass over the bytes, not two);
+            // should it not match, the first chunk that does not is found and the partial file cut there.
+            let hash = try await assemble(chunks, into: temporary, for: item, checkingEachChunk: false)
             guard hash == version.contentHash else {
-                try? disk.removeItem(at: temporary)
+                try? await onDisk { [disk] in try Self.cutAtFirstWrongChunk(chunks, of: temporary, disk: disk) }
                 throw ProtocolError(
                     .chunkHashMismatch, "the downloaded content of \(item.path) does not match its hash")
             }
@@ -130,19 +132,37 @@ extension ContainerSync {
                     try disk.createDirectory(at: member)
                 } else {
                     try disk.createDirectory(at: member.deletingLastPathComponent())
-                    _ = try await assemble(entry.chunks, into: member, for: item)
+                    // A member's bytes have no hash of their own: each chunk is checked.
+                    _ = try await assemble(entry.chunks, into: member, for: item, checkingEachChunk: true)
                 }
             }
         }
         return temporary
     }
 
-    /// Fills the file at `url` with `chunks`, checking each against its hash, and flushes it. A partial file left by
-    /// an interrupted download is kept as far as its chunks check out; each further chunk is taken from a local file
-    /// that has it (the previous local version, another item) when one does, and downloaded otherwise — a few at a
-    /// time, each written at its offset as it arrives, the whole content hashed in order.
+    /// Cuts the partial file at `url` before the first of `chunks` whose bytes there are not its hash's (a resumed
+    /// download fetches from there).
+    private static func cutAtFirstWrongChunk(_ chunks: [ChunkReference], of url: URL, disk: any LocalDisk) throws {
+        let file = try disk.openFile(at: url)
+        var offset: Int64 = 0
+        for chunk in chunks {
+            guard let bytes = file.read(at: offset, count: Int(chunk.size)),
+                (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash
+            else { break }
+            offset += chunk.size
+        }
+        try file.truncate(to: offset)
+    }
+
+    /// Fills the file at `url` with `chunks` and flushes it. A partial file left by an interrupted download is kept
+    /// as far as its chunks check out; each further chunk is taken from a local file that has it (the previous local
+    /// version, another item; checked against its hash) when one does, and downloaded otherwise — a few at a time,
+    /// each written at its offset as it arrives, the whole content hashed in order. A downloaded chunk is checked
+    /// against its own hash only when `checkingEachChunk` (the caller checks the whole content's hash otherwise).
     /// - Returns: The SHA-256 of the whole file.
-    private func assemble(_ chunks: [ChunkReference], into url: URL, for item: LocalItem) async throws -> ChunkHash {
+    private func assemble(
+        _ chunks: [ChunkReference], into url: URL, for item: LocalItem, checkingEachChunk: Bool
+    ) async throws -> ChunkHash {
         let opened = UncheckedFile(try disk.openFile(at: url))
         let file = opened.file
         var whole = SHA256()
@@ -165,7 +185,9 @@ extension ContainerSync {
             offsets.append(position)
             position += chunk.size
         }
-        let (chunkRequests, state, folder, disk) = (chunkRequests, state, layout.folder, disk)
+        let (chunkRequests, folder, disk) = (chunkRequests, layout.folder, disk)
+        // Where local files hold the chunks still to come, asked once for all.
+        let local = try state.chunkLocations(of: chunks[index...].map(\.hash))
         let prefix = whole
         let hasher = try await withThrowingTaskGroup(of: (Int, Data).self) { group in
             var whole = prefix
@@ -186,8 +208,8 @@ extension ContainerSync {
                         (
                             number,
                             try await Self.fetch(
-                                chunk, requests: chunkRequests, state: state, folder: folder,
-                                disk: disk)
+                                chunk, requests: chunkRequests, local: local[chunk.hash] ?? [], folder: folder,
+                                disk: disk, checking: checkingEachChunk)
                         )
                     }
                     continue
@@ -234,25 +256,28 @@ extension ContainerSync {
         }
     }
 
-    /// The bytes of one chunk, checked against its hash: from a local file that has it, else from the service (in
-    /// a request with the other operations' chunks asked for meanwhile).
+    /// The bytes of one chunk: from a local file that has it (`local`, checked against its hash), else from the
+    /// service (in a request with the other operations' chunks asked for meanwhile; checked when `checking`, and
+    /// always of its length).
     private static func fetch(
-        _ chunk: ChunkReference, requests: RequestBatcher<ChunkReference, Data>, state: LocalStateStore, folder: URL,
-        disk: any LocalDisk
+        _ chunk: ChunkReference, requests: RequestBatcher<ChunkReference, Data>, local: [LocalChunkLocation],
+        folder: URL, disk: any LocalDisk, checking: Bool
     ) async throws -> Data {
-        if let bytes = try localCopy(of: chunk, state: state, folder: folder, disk: disk) { return bytes }
+        if let bytes = localCopy(of: chunk, at: local, folder: folder, disk: disk) { return bytes }
         let bytes = try await requests.submit(chunk)
-        guard (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash else {
+        guard Int64(bytes.count) == chunk.size,
+            !checking || (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash
+        else {
             throw ProtocolError(.chunkHashMismatch, "chunk \(chunk.hash) arrived with other bytes")
         }
         return bytes
     }
 
-    /// The bytes of `chunk` from a local file that holds it, checked against its hash.
+    /// The bytes of `chunk` from a local file that holds it (`locations`), checked against its hash.
     private static func localCopy(
-        of chunk: ChunkReference, state: LocalStateStore, folder: URL, disk: any LocalDisk
-    ) throws -> Data? {
-        for location in try state.chunkLocations(of: chunk.hash) where Int64(location.size) == chunk.size {
+        of chunk: ChunkReference, at locations: [LocalChunkLocation], folder: URL, disk: any LocalDisk
+    ) -> Data? {
+        for location in locations where Int64(location.size) == chunk.size {
             guard let file = try? disk.openFileForReading(at: folder.appendingPathComponent(location.file)) else {
                 continue
             }

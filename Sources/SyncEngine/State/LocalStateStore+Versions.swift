@@ -75,10 +75,23 @@ extension LocalStateStore {
 
     /// The local places a chunk was last seen.
     func chunkLocations(of hash: ChunkHash) throws -> [LocalChunkLocation] {
+        try chunkLocations(of: [hash])[hash] ?? []
+    }
+
+    /// Where local files hold each of `hashes` (a few places each at most), read in one transaction; a hash no
+    /// local file holds is left out.
+    func chunkLocations(of hashes: some Sequence<ChunkHash>) throws -> [ChunkHash: [LocalChunkLocation]] {
         try pool.read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT file, offset, size FROM local_chunk WHERE hash = ? LIMIT 4", arguments: [hash.string]
-            ).map { LocalChunkLocation(file: $0["file"], offset: $0["offset"], size: $0["size"]) }
+            let statement = try db.cachedStatement(
+                sql: "SELECT file, offset, size FROM local_chunk WHERE hash = ? LIMIT 4")
+            var found: [ChunkHash: [LocalChunkLocation]] = [:]
+            for hash in hashes where found[hash] == nil {
+                let locations = try Row.fetchAll(statement, arguments: [hash.string]).map {
+                    LocalChunkLocation(file: $0["file"], offset: $0["offset"], size: $0["size"])
+                }
+                if !locations.isEmpty { found[hash] = locations }
+            }
+            return found
         }
     }
 }

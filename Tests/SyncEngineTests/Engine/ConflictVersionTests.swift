@@ -257,6 +257,47 @@ struct TransferTests {
     }
 
     @Test(
+        "A chunk served with other bytes is caught by the whole content's hash; the partial download is kept up to it and resumed from there"
+    )
+    func wrongChunkCutsThePartialDownload() async throws {
+        let service = try await LocalService.start()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-wrong-chunk-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (laptop, desktop) = try await devices(service, root: root)
+        let path = try ItemPath("Documents/Big.bin")
+        let bytes = Self.randomBytes(3 << 20, seed: 11)
+        try Data(bytes).write(to: laptop.layout.url(of: path))
+        try await laptop.syncOnce()
+        let chunks = try #require(try await laptop.versions(of: path).versions.first).manifest.chunks
+        #expect(chunks.count > 10)
+        let spoiled = chunks.count / 2
+        let restore = try await service.spoilChunk(chunks[spoiled].hash, ofAccount: "ada")
+
+        try await desktop.syncOnce()
+        #expect(try await desktop.item(at: path)?.downloadError?.code == .chunkHashMismatch)
+        #expect(try await desktop.item(at: path)?.isPlaceholder == true)
+        let partials = try FileManager.default.contentsOfDirectory(
+            at: desktop.layout.temporary, includingPropertiesForKeys: nil
+        )
+        .filter { $0.lastPathComponent.hasSuffix(".partial") }
+        let kept = chunks[..<spoiled].reduce(Int64(0)) { $0 + $1.size }
+        #expect(partials.count == 1)
+        #expect(
+            try partials.map { try Data(contentsOf: $0) } == [Data(bytes[..<Int(kept)])], "cut before the wrong chunk")
+
+        try restore()
+        let sentBefore = figure("ubiquity_chunk_bytes_out_total", of: service)
+        try await desktop.syncOnce()
+        #expect(try Data(contentsOf: desktop.layout.url(of: path)) == Data(bytes))
+        #expect(try await desktop.item(at: path)?.downloadError == nil)
+        #expect(
+            figure("ubiquity_chunk_bytes_out_total", of: service) - sentBefore == bytes.count - Int(kept),
+            "only what the partial download lacked was sent again")
+        await service.remove()
+    }
+
+    @Test(
         "An item the service refuses (over quota) is on the other device as a placeholder at once, and its upload error is recorded until it fits"
     )
     func refusedUploadIsRecordedOnTheItem() async throws {

@@ -34,6 +34,15 @@ final class ChunkPacks: Sendable {
     private let index: DatabasePool
     private let writer = Mutex<(pack: PackFile, size: Int64)?>(nil)
     private let readers = Mutex<[Int64: PackFile]>([:])
+    /// Locations looked up or indexed lately (a download asks whether a chunk is there, then reads it): a chunk
+    /// never moves once indexed. Emptied when full.
+    private let recent = Mutex<[ChunkKey: Location]>([:])
+    private static let recentLimit = 8_192
+
+    private struct ChunkKey: Hashable {
+        let account: AccountID
+        let hash: ChunkHash
+    }
 
     /// Opens (and creates) the packs in `folder`; a pack takes no more chunks past `packLimit` bytes.
     init(folder: URL, packLimit: Int64) throws {
@@ -65,11 +74,22 @@ final class ChunkPacks: Sendable {
 
     /// Where the account's chunk with this hash lies, if packed.
     func location(of hash: ChunkHash, of account: AccountID) throws -> Location? {
-        try index.read { db in
+        let key = ChunkKey(account: account, hash: hash)
+        if let known = recent.withLock({ $0[key] }) { return known }
+        let found = try index.read { db in
             try Row.fetchOne(
                 db.cachedStatement(sql: "SELECT pack, offset, length FROM chunk WHERE account = ? AND hash = ?"),
                 arguments: [account.string, hash.string]
             ).map { Location(pack: $0[0], offset: $0[1], length: $0[2]) }
+        }
+        if let found { remember([(key, found)]) }
+        return found
+    }
+
+    private func remember(_ locations: [(ChunkKey, Location)]) {
+        recent.withLock { recent in
+            if recent.count + locations.count > Self.recentLimit { recent.removeAll(keepingCapacity: true) }
+            for (key, location) in locations.suffix(Self.recentLimit) { recent[key] = location }
         }
     }
 
@@ -87,15 +107,22 @@ final class ChunkPacks: Sendable {
             offset += Int64(chunk.bytes.count)
         }
         try pack.flush()
-        try index.write { db in
+        let indexed = try index.write { db in
             let insert = try db.cachedStatement(
                 sql: "INSERT OR IGNORE INTO chunk (account, hash, pack, offset, length) VALUES (?, ?, ?, ?, ?)")
+            var indexed: [(ChunkKey, Location)] = []
             for (chunk, location) in zip(chunks, locations) {
                 try insert.execute(arguments: [
                     chunk.account.string, chunk.hash.string, location.pack, location.offset, location.length,
                 ])
+                // A chunk indexed before stays where it was: only a new entry is this location.
+                if db.changesCount > 0 {
+                    indexed.append((ChunkKey(account: chunk.account, hash: chunk.hash), location))
+                }
             }
+            return indexed
         }
+        remember(indexed)
     }
 
     /// `count` bytes of the pack being filled, at its end: a new pack when there is none or it is full.
