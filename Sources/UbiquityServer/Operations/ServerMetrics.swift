@@ -8,6 +8,7 @@ public struct ServerMetrics: Sendable {
     let failures: Counter
     let commits: Counter
     let bytesIn: Counter
+    let uploadBytes: Counter
     let chunksIn: Counter
     let bytesOut: Counter
     let pushConnections: Gauge
@@ -22,6 +23,9 @@ public struct ServerMetrics: Sendable {
             descriptor: Self.descriptor(
                 "commits", "total", "item changes committed (versions, moves, deletes, resolutions)"))
         bytesIn = registry.makeCounter(descriptor: Self.descriptor("chunk_bytes_in", "total", "chunk bytes received"))
+        uploadBytes = registry.makeCounter(
+            descriptor: Self.descriptor(
+                "chunk_upload_bytes", "total", "bytes of chunk uploads received, chunks already stored included"))
         chunksIn = registry.makeCounter(descriptor: Self.descriptor("chunks_in", "total", "chunks received"))
         bytesOut = registry.makeCounter(descriptor: Self.descriptor("chunk_bytes_out", "total", "chunk bytes sent"))
         pushConnections = registry.makeGauge(

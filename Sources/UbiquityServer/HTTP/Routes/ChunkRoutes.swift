@@ -43,6 +43,7 @@ extension RouteEnvironment {
             let upload = try await chunks.beginUpload(for: container.account)
             do {
                 for try await buffer in request.body {
+                    metrics.uploadBytes.increment(by: Int64(buffer.readableBytes))
                     guard upload.byteCount + Int64(buffer.readableBytes) <= limit else {
                         throw ProtocolError(.bodyTooLarge, "a chunk is at most \(limit) bytes")
                     }
@@ -133,6 +134,8 @@ extension RouteEnvironment {
         var current: (upload: (any ChunkUpload)?, hash: ChunkHash, remaining: Int)?
         var count = 0
         var total = 0
+        // Every byte that arrived counts, whatever becomes of the request.
+        defer { metrics.uploadBytes.increment(by: Int64(total)) }
         do {
             for try await var buffer in body {
                 total += buffer.readableBytes
