@@ -107,12 +107,14 @@ struct FolderComparisonTests {
                 for changed in comparison.compare(byFolder[folder] ?? [], with: Array(entries)) {
                     parts[changed.id] = changed
                 }
-                // What the engine asks its state database: entries no record could claim at the end.
+                // What the engine asks its state database: entries no record could claim at the end, with no item at
+                // their path as apps see it.
                 let certainlyNew = comparison.leftInFolder.filter { entry in
                     !items.values.contains {
                         ($0.local?.identity ?? $0.synced?.identity)?.inode == entry.identity.inode
                             || ($0.remote.map { !$0.isDeleted && $0.path.collisionKey == entry.path.collisionKey }
                                 ?? false)
+                            || StoredItem($0).path == entry.path
                     }
                 }
                 for item in comparison.createNow(certainlyNew.map(\.path), newID: { ItemID(uuid: partIDs.uuid()) }) {

@@ -186,8 +186,9 @@ extension ContainerSync {
             position += chunk.size
         }
         let (chunkRequests, folder, disk) = (chunkRequests, layout.folder, disk)
-        // Where local files hold the chunks still to come, asked once for all.
-        let local = try state.chunkLocations(of: chunks[index...].map(\.hash))
+        // Where local files hold the chunks still to come, asked once for all (off the actor: many look-ups).
+        let (state, wanted) = (state, chunks[index...].map(\.hash))
+        let local = try await onDisk { try state.chunkLocations(of: wanted) }
         let prefix = whole
         let hasher = try await withThrowingTaskGroup(of: (Int, Data).self) { group in
             var whole = prefix

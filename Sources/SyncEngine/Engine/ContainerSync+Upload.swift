@@ -19,7 +19,8 @@ extension ContainerSync {
     /// same access, and a copy that changed while it was read is refused (``ContentChangedWhileRead``). A file's
     /// chunks are handed to `onChunk` as they are cut.
     func readContent(
-        at path: ItemPath, kind: ItemKind, onChunk: (@Sendable (ChunkHash, LocalContent.Source) -> Void)? = nil
+        at path: ItemPath, kind: ItemKind,
+        onChunk: (@Sendable (ChunkHash, LocalContent.Source) throws -> Void)? = nil
     ) async throws -> ContentRead {
         let url = layout.url(of: path)
         let (scanner, chunker, disk) = (scanner, configuration.chunker, disk)
@@ -101,17 +102,37 @@ extension ContainerSync {
         let (chunks, feed) = AsyncStream.makeStream(of: (ChunkHash, LocalContent.Source).self)
         setTransfer(ItemTransfer(direction: .upload, completed: 0, total: size), of: item)
         defer { setTransfer(nil, of: item) }
-        async let sent = largeUploads.withSlot { try await sendWhileCut(chunks, of: item) }
-        let read: ContentRead
-        do {
-            read = try await readContent(at: path, kind: .file) { feed.yield(($0, $1)) }
-        } catch {
-            feed.finish()
-            _ = try? await sent
-            throw error
+        // Set when the sending failed: the read stops at its next chunk rather than cut the rest for nothing.
+        let abandoned = Flag()
+        let sender = Task(executorPreference: configuration.taskExecutor) { [self] in
+            do {
+                return try await largeUploads.withSlot { try await sendWhileCut(chunks, of: item) }
+            } catch {
+                abandoned.set()
+                throw error
+            }
         }
-        feed.finish()
-        return (read, try await sent)
+        return try await withTaskCancellationHandler {
+            let read: ContentRead
+            do {
+                read = try await readContent(at: path, kind: .file) { hash, source in
+                    if abandoned.isSet { throw CancellationError() }
+                    feed.yield((hash, source))
+                }
+            } catch {
+                // A failed read stops the sending (the batches on their way are not waited for); a read stopped by
+                // the sending's failure reports that failure.
+                let stoppedBySending = abandoned.isSet
+                feed.finish()
+                sender.cancel()
+                if case .failure(let failure) = await sender.result, stoppedBySending { throw failure }
+                throw error
+            }
+            feed.finish()
+            return (read, try await sender.value)
+        } onCancel: {
+            sender.cancel()
+        }
     }
 
     /// Sends the chunks `chunks` brings as they come, a batch of up to ``batchBytes`` at a time (its missing chunks

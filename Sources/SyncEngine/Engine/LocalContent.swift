@@ -27,15 +27,16 @@ public struct LocalContent: Sendable, Hashable {
     /// Where each chunk's bytes are.
     public var sources: [ChunkHash: Source]
 
-    /// The content of the file at `url` on `disk`; each chunk's source is handed to `onChunk` as it is cut.
+    /// The content of the file at `url` on `disk`; each chunk's source is handed to `onChunk` as it is cut (what it
+    /// throws ends the read).
     public init(
         file url: URL, chunker: FileChunker, disk: any LocalDisk = PosixDisk(),
-        onChunk: ((ChunkHash, Source) -> Void)? = nil
+        onChunk: ((ChunkHash, Source) throws -> Void)? = nil
     ) throws {
         let chunked =
             if let onChunk {
                 try disk.chunksAndContentHash(ofFileAt: url, chunker: chunker) { chunk, offset in
-                    onChunk(chunk.hash, Source(file: url, offset: offset, size: chunk.size))
+                    try onChunk(chunk.hash, Source(file: url, offset: offset, size: chunk.size))
                 }
             } else {
                 try disk.chunksAndContentHash(ofFileAt: url, chunker: chunker)

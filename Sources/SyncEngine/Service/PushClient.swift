@@ -104,8 +104,9 @@ public struct PushClient: Sendable {
     }
 }
 
-/// A flag set from inside a connection's handler and read after it.
-private final class Flag: Sendable {
+/// A flag set in one task and read in another (a connection's handler and its caller; a pipelined upload's sender
+/// and its reader).
+final class Flag: Sendable {
     private let value = Mutex(false)
     var isSet: Bool { value.withLock { $0 } }
     func set() { value.withLock { $0 = true } }

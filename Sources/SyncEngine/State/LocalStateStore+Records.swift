@@ -139,16 +139,19 @@ extension LocalStateStore {
 
     /// Of `entries` (found on disk by the start-up comparison, claimed by no item at their paths), the paths of
     /// those no item could claim at its end: no item was last seen or synced as a file of the same inode (it moved
-    /// there), and the service has no live item at a path colliding with theirs (made on both sides). Read in one
-    /// transaction.
+    /// there), the service has no live item at a path colliding with theirs (made on both sides), and no item is at
+    /// that path as apps see it (an item of another kind there, found missing, holds the path until the end of the
+    /// comparison). Read in one transaction.
     public func claimedByNone(_ entries: [ScannedItem]) throws -> [ItemPath] {
         guard !entries.isEmpty else { return [] }
         return try pool.read { db in
             let inode = try db.cachedStatement(sql: "SELECT 1 FROM item_record WHERE file_inode = ? LIMIT 1")
             let remote = try db.cachedStatement(sql: "SELECT 1 FROM item_record WHERE remote_key = ? LIMIT 1")
+            let path = try db.cachedStatement(sql: "SELECT 1 FROM item_record WHERE path = ? LIMIT 1")
             return try entries.filter { entry in
                 try Bool.fetchOne(inode, arguments: [Int64(bitPattern: entry.identity.inode)]) == nil
                     && Bool.fetchOne(remote, arguments: [entry.path.collisionKey]) == nil
+                    && Bool.fetchOne(path, arguments: [entry.path.string]) == nil
             }.map(\.path)
         }
     }

@@ -115,7 +115,8 @@ struct ItemStateCodingTests {
         let moved = try inodes.enumerated().map { try entry("Moved/\($0.offset)", inode: $0.element) }
         let madeBothSides = try remotePaths.map { try entry($0.string) }
         let new = try (0..<20).map { try entry("New/\($0)") }
-        #expect(try reopened.claimedByNone(moved + madeBothSides + new) == new.map(\.path))
+        let atAnItem = try observations.map { try entry(StoredItem($0).path.string) }
+        #expect(try reopened.claimedByNone(moved + madeBothSides + atAnItem + new) == new.map(\.path))
         #expect(try reopened.items() == written)
         #expect(Set(try reopened.records().map(\.observation)) == Set(observations))
         let texts = try DatabaseQueue(path: url.path).read { db in

@@ -13,7 +13,9 @@ import UbiquityProtocol
 /// (`<folder>/index.sqlite`, keyed by account and hash).
 ///
 /// A file per chunk costs a new inode, a flush of the file and one of its folder for every 72 KiB; here a batch of
-/// chunks is one write into the pack being filled, one flush of it, and one transaction of the index. A chunk is
+/// chunks is written into the pack being filled at offsets reserved for it, flushed once, and indexed in one
+/// transaction. A pack a write or flush failed on takes no more chunks, and nothing written to it before a failed
+/// flush is indexed after (the kernel reports a failed writeback to one flush only). A chunk is
 /// indexed only after its bytes were flushed, so after any crash every indexed chunk is whole; what a crash leaves
 /// past the last indexed chunk of a pack is never read. A pack is appended to only by the process that created it,
 /// and a new one is begun at each start and whenever the current one is full.
@@ -50,11 +52,12 @@ final class ChunkPacks: Sendable {
         self.packLimit = packLimit
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         var configuration = Configuration()
-        configuration.prepareDatabase { db in
-            // An acknowledged chunk is indexed durably: each commit flushes the write-ahead log.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
+        // Two services on one data folder (tests) wait for each other's writes rather than fail.
+        configuration.busyMode = .timeout(10)
         index = try DatabasePool(path: folder.appendingPathComponent("index.sqlite").path, configuration: configuration)
+        // An acknowledged chunk is indexed durably: each commit flushes the write-ahead log, a power loss included.
+        // Set on the writer once the pool is open: in WAL mode the pool sets NORMAL there.
+        try index.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(
@@ -101,12 +104,17 @@ final class ChunkPacks: Sendable {
         let (pack, start) = try reserve(total)
         var offset = start
         var locations: [Location] = []
-        for chunk in chunks {
-            try pack.write(chunk.bytes, at: offset)
-            locations.append(Location(pack: pack.number, offset: offset, length: Int64(chunk.bytes.count)))
-            offset += Int64(chunk.bytes.count)
+        do {
+            for chunk in chunks {
+                try pack.write(chunk.bytes, at: offset)
+                locations.append(Location(pack: pack.number, offset: offset, length: Int64(chunk.bytes.count)))
+                offset += Int64(chunk.bytes.count)
+            }
+            try pack.flush()
+        } catch {
+            pack.fail()
+            throw error
         }
-        try pack.flush()
         let indexed = try index.write { db in
             let insert = try db.cachedStatement(
                 sql: "INSERT OR IGNORE INTO chunk (account, hash, pack, offset, length) VALUES (?, ?, ?, ?, ?)")
@@ -128,7 +136,7 @@ final class ChunkPacks: Sendable {
     /// `count` bytes of the pack being filled, at its end: a new pack when there is none or it is full.
     private func reserve(_ count: Int64) throws -> (PackFile, Int64) {
         try writer.withLock { current in
-            if let (pack, size) = current, size == 0 || size + count <= packLimit {
+            if let (pack, size) = current, !pack.hasFailed, size == 0 || size + count <= packLimit {
                 current = (pack, size + count)
                 return (pack, size)
             }
@@ -169,13 +177,16 @@ final class ChunkPacks: Sendable {
 final class PackFile: Sendable {
     let number: Int64
     private let descriptor: Int32
+    /// Whether a write or flush failed; flushes take this lock in turn, so one that follows a failed one knows.
+    private let failed = Mutex(false)
 
     private init(number: Int64, descriptor: Int32) {
         self.number = number
         self.descriptor = descriptor
     }
 
-    /// A new, empty pack numbered after `previous` (and after any pack in `folder`), its entry in the folder flushed.
+    /// A new, empty pack numbered after `previous` (the process's pack before; the first after any pack in
+    /// `folder`), its entry in the folder flushed.
     static func create(in folder: URL, after previous: Int64?) throws -> PackFile {
         var number = try previous.map { $0 + 1 } ?? highestNumber(in: folder) + 1
         while true {
@@ -220,10 +231,24 @@ final class PackFile: Sendable {
         }
     }
 
-    /// Flushes what was written to the disk.
+    /// Flushes what was written to the disk; fails, as every flush after, once one failed.
     func flush() throws {
-        guard fdatasync(descriptor) == 0 else { throw POSIXError.current("flush pack \(number)") }
+        try failed.withLock { failed in
+            guard !failed else {
+                throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "pack \(number) failed before"])
+            }
+            guard fdatasync(descriptor) == 0 else {
+                failed = true
+                throw POSIXError.current("flush pack \(number)")
+            }
+        }
     }
+
+    /// Marks the pack failed: it takes no more chunks, and its flushes fail.
+    func fail() { failed.withLock { $0 = true } }
+
+    /// Whether a write or flush failed.
+    var hasFailed: Bool { failed.withLock { $0 } }
 
     /// `count` bytes at `offset`; fewer only where the pack ends.
     func read(_ count: Int, at offset: Int64) throws -> [UInt8] {

@@ -86,8 +86,8 @@ public struct FileChunkStore: ChunkStore {
         return ChunkReader(size: size) { try file.next(pieceSize: pieceSize) }
     }
 
-    /// Checks every upload's hash first, then packs the small ones (one write, one flush, one transaction of the
-    /// index) and flushes the files of the others, renames them into place and flushes each folder once: a batch
+    /// Checks every upload's hash first, then packs the small ones (written together, one flush, one transaction
+    /// of the index) and flushes the files of the others, renames them into place and flushes each folder once: a batch
     /// goes to the disk together instead of each chunk waiting for the disk in turn. The flushes run on NIO's
     /// blocking-work threads, never on the few threads every request's tasks share.
     public func finish(_ uploads: [(upload: any ChunkUpload, hash: ChunkHash)]) async throws {

@@ -31,6 +31,8 @@ final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
     let account: AccountID
     /// The bytes while in memory; `nil` once written to a file, sealed or dropped.
     private var buffer: [UInt8]? = []
+    /// The bytes of the store's budget the buffer holds: its capacity, which grows ahead of its bytes.
+    private var reserved = 0
     /// The file in `incoming/` once the bytes went to one.
     private var file: (temporary: URL, descriptor: Int32)?
     private var ended = false
@@ -49,7 +51,7 @@ final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
         guard !ended else { throw POSIXError(.EBADF) }
         hasher.update(bufferPointer: bytes)
         if let held = buffer?.count {
-            if held + bytes.count <= Self.memoryLimit, store.memory.reserve(bytes.count) {
+            if held + bytes.count <= Self.memoryLimit, grow(toHold: held + bytes.count) {
                 buffer!.append(contentsOf: bytes)
             } else {
                 try spill()
@@ -57,6 +59,17 @@ final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
         }
         if let file { try Self.writeAll(bytes, to: file.descriptor) }
         byteCount += Int64(bytes.count)
+    }
+
+    /// Makes room in the buffer for `count` bytes, taking what its capacity grows by (doubling, up to
+    /// ``memoryLimit``) from the store's budget; `false` when the budget has not that much left.
+    private func grow(toHold count: Int) -> Bool {
+        guard count > reserved else { return true }
+        let capacity = min(Self.memoryLimit, max(count, reserved * 2))
+        guard store.memory.reserve(capacity - reserved) else { return false }
+        buffer!.reserveCapacity(capacity)
+        reserved = capacity
+        return true
     }
 
     /// Moves the bytes held in memory to a file in `incoming/`, where the rest will go too.
@@ -149,10 +162,10 @@ final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
 
     /// Lets go of the bytes held in memory and their share of the store's budget.
     private func releaseMemory() {
-        if let held = buffer {
-            store.memory.release(held.count)
-            buffer = nil
-        }
+        guard buffer != nil else { return }
+        store.memory.release(reserved)
+        reserved = 0
+        buffer = nil
     }
 
     /// Drops the bytes of an upload not sealed, or of one refused.
