@@ -13,6 +13,8 @@ struct RouteEnvironment: Sendable {
     let metrics: ServerMetrics
     /// Tokens recently checked by the authentication middleware.
     let tokens = TokenCache()
+    /// The quota chunk uploads under way hold.
+    let quota = QuotaReservations()
     /// A hash checked when a login names no account, so that answering takes as long as for a real one.
     let decoyHash = DecoyHash()
 

@@ -97,6 +97,28 @@ struct DeltaUploadTests {
         }
         await service.remove()
     }
+
+    @Test("A pipelined upload the service refuses (over quota) stops, and its error is recorded on the item")
+    func pipelinedUploadRefused() async throws {
+        let service = try await LocalService.start(quota: 4 << 20)
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-pipelined-quota-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let client = try await service.signIn(account: "ada", device: "laptop")
+        let laptop = try ContainerSync(
+            layout: ContainerLayout(root: root.appendingPathComponent("laptop"), container: Self.container),
+            client: client, device: SavingDevice(id: DeviceID(), name: "laptop"),
+            configuration: .init(pipelinedUploadBytes: 1 << 20))
+        var generator = SplitMix(seed: 9)
+        let bytes = (0..<(3 << 20)).map { _ in generator.next() }.withUnsafeBytes { Data($0) }
+        try bytes.write(to: laptop.layout.documents.appendingPathComponent("Big.bin"))
+        try await laptop.syncOnce()
+        let item = try #require(try await laptop.item(at: try ItemPath("Documents/Big.bin")))
+        #expect(item.uploadError?.code == .quotaExceeded)
+        #expect(item.baseVersion == nil, "no version was committed")
+        #expect(figure("ubiquity_chunk_bytes_in_total", of: service) <= 4 << 20, "nothing past the quota was stored")
+        await service.remove()
+    }
 }
 
 /// SplitMix64: reproducible bytes that neither compress nor repeat.

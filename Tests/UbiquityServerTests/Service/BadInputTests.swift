@@ -96,6 +96,36 @@ struct BadInputTests {
         }
     }
 
+    @Test("Concurrent uploads share the quota: those that do not fit beside the others are refused, none is stored")
+    func concurrentUploadsShareTheQuota() async throws {
+        let server = try await TestServer.make { $0.defaultQuotaBytes = 3000 }
+        try await server.test(.live) { client in
+            let ada = try await Device.signIn(client, account: "ada", device: "Ada's laptop")
+            let pieces = (0..<8).map { Self.bytes(1000, seed: 100 + $0) }
+            let answers = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for piece in pieces {
+                    group.addTask {
+                        try await ada.send(
+                            .put, ada.path("chunks/\(try Device.hash(piece))"), body: ByteBuffer(bytes: piece)
+                        ).status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let stored = answers.filter { $0 == .created }.count
+            #expect(stored <= 3, "\(answers)")
+            #expect(stored + answers.filter { $0 == Self.insufficientStorage }.count == 8, "\(answers)")
+            let used = try await ada.send(.get, "/v1/account").decode(AccountInfo.self).usedBytes
+            #expect(used == Int64(stored * 1000) && used <= 3000)
+            let store = try #require(server.service.chunks as? FileChunkStore)
+            var onDisk = 0
+            for piece in pieces where try await store.contains(try Device.hash(piece), of: ada.info.accountID) {
+                onDisk += 1
+            }
+            #expect(onDisk == stored, "a refused upload's bytes were kept")
+        }
+    }
+
     @Test("An over-quota chunk streamed without a Content-Length is refused and leaves nothing on disk")
     func overQuotaStreamedChunkLeavesNothing() async throws {
         let server = try await TestServer.make { $0.defaultQuotaBytes = 3000 }

@@ -39,26 +39,30 @@ extension RouteEnvironment {
             if try await store.chunkSize(hash, of: container.account) != nil {
                 return Response(status: .ok)
             }
-            try await checkQuota(adding: declared ?? 0, for: container.account)
-            let upload = try await chunks.beginUpload(for: container.account)
+            let account = container.account
+            let upload = try await chunks.beginUpload(for: account)
+            let added: Bool
             do {
-                for try await buffer in request.body {
-                    metrics.uploadBytes.increment(by: Int64(buffer.readableBytes))
-                    guard upload.byteCount + Int64(buffer.readableBytes) <= limit else {
-                        throw ProtocolError(.bodyTooLarge, "a chunk is at most \(limit) bytes")
+                // The quota is held from before the bytes are read until the chunk is recorded.
+                added = try await withQuota(reserving: declared ?? 0, for: account) {
+                    for try await buffer in request.body {
+                        metrics.uploadBytes.increment(by: Int64(buffer.readableBytes))
+                        guard upload.byteCount + Int64(buffer.readableBytes) <= limit else {
+                            throw ProtocolError(.bodyTooLarge, "a chunk is at most \(limit) bytes")
+                        }
+                        try buffer.withUnsafeReadableBytes { try upload.write($0) }
                     }
-                    try buffer.withUnsafeReadableBytes { try upload.write($0) }
+                    return try await withQuota(reserving: declared == nil ? upload.byteCount : 0, for: account) {
+                        try await upload.finish(expecting: hash)
+                        metrics.bytesIn.increment(by: upload.byteCount)
+                        metrics.chunksIn.increment()
+                        return try await store.addChunk(ChunkReference(hash: hash, size: upload.byteCount), to: account)
+                    }
                 }
-                if declared == nil { try await checkQuota(adding: upload.byteCount, for: container.account) }
-                try await upload.finish(expecting: hash)
             } catch {
                 upload.cancel()
                 throw error
             }
-            metrics.bytesIn.increment(by: upload.byteCount)
-            metrics.chunksIn.increment()
-            let added = try await store.addChunk(
-                ChunkReference(hash: hash, size: upload.byteCount), to: container.account)
             return Response(status: added ? .created : .ok)
         }
         router.post("containers/{container}/chunks") { request, context -> Response in
@@ -69,8 +73,9 @@ extension RouteEnvironment {
                 throw ProtocolError(
                     .bodyTooLarge, "a batch of chunks is at most \(limit) bytes; this one is \(declared)")
             }
-            try await checkQuota(adding: declared ?? 0, for: container.account)
-            let received = try await receiveBatch(request.body, for: container.account)
+            let received = try await withQuota(reserving: declared ?? 0, for: container.account) {
+                try await receiveBatch(request.body, for: container.account)
+            }
             return try json(ChunkBatchResponse(received: received))
         }
         router.post("containers/{container}/chunks/fetch") { request, context -> Response in
@@ -194,17 +199,39 @@ extension RouteEnvironment {
         return count
     }
 
-    /// Refuses, before anything is accepted, `bytes` more that would take the account over its quota.
+    /// Refuses, before anything is accepted, `bytes` more that would take the account over its quota (with what
+    /// uploads under way hold).
     func checkQuota(adding bytes: Int64, for account: AccountID) async throws {
         guard bytes > 0, let record = try await store.account(id: account), let quota = record.quotaBytes else {
             return
         }
-        let (total, overflow) = record.usedBytes.addingReportingOverflow(bytes)
-        guard !overflow, total <= quota else {
-            throw ProtocolError(
-                .quotaExceeded,
-                "storing \(bytes) more bytes would take the account over its "
-                    + "\(quota)-byte quota; nothing was accepted")
+        let (used, overflow) = record.usedBytes.addingReportingOverflow(self.quota.reserved(for: account))
+        let (total, more) = used.addingReportingOverflow(bytes)
+        guard !overflow, !more, total <= quota else { throw Self.overQuota(bytes, quota) }
+    }
+
+    /// Runs `body` (an upload) holding `bytes` of the account's quota, refused before it starts when they do not fit
+    /// beside the used bytes and what other uploads under way hold (``QuotaReservations``).
+    func withQuota<T>(reserving bytes: Int64, for account: AccountID, _ body: () async throws -> T) async throws -> T {
+        guard bytes > 0 else { return try await body() }
+        while true {
+            let endings = quota.endings(of: account)
+            guard let record = try await store.account(id: account), let limit = record.quotaBytes else {
+                return try await body()
+            }
+            switch quota.reserve(bytes, for: account, used: record.usedBytes, quota: limit, readAfter: endings) {
+            case true?:
+                defer { quota.release(bytes, of: account) }
+                return try await body()
+            case false?: throw Self.overQuota(bytes, limit)
+            case nil: continue  // an upload ended since the used bytes were read: read them again
+            }
         }
+    }
+
+    private static func overQuota(_ bytes: Int64, _ quota: Int64) -> ProtocolError {
+        ProtocolError(
+            .quotaExceeded,
+            "storing \(bytes) more bytes would take the account over its \(quota)-byte quota; nothing was accepted")
     }
 }
