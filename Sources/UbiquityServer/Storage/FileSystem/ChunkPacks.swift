@@ -110,7 +110,7 @@ final class ChunkPacks: Sendable {
                 locations.append(Location(pack: pack.number, offset: offset, length: Int64(chunk.bytes.count)))
                 offset += Int64(chunk.bytes.count)
             }
-            try pack.flush()
+            try pack.flush(through: pack.finishedWriting())
         } catch {
             pack.fail()
             throw error
@@ -177,8 +177,15 @@ final class ChunkPacks: Sendable {
 final class PackFile: Sendable {
     let number: Int64
     private let descriptor: Int32
-    /// Whether a write or flush failed; flushes take this lock in turn, so one that follows a failed one knows.
-    private let failed = Mutex(false)
+    /// The writes finished, those a flush covered, and whether a write or flush failed. Flushes take this lock in
+    /// turn, so one that follows a failed one knows, and one whose writes a flush begun after them covered is done.
+    private let flushing = Mutex(Flushing())
+
+    private struct Flushing {
+        var written: UInt64 = 0
+        var flushed: UInt64 = 0
+        var failed = false
+    }
 
     private init(number: Int64, descriptor: Int32) {
         self.number = number
@@ -215,6 +222,15 @@ final class PackFile: Sendable {
         }.max() ?? 0
     }
 
+    /// Counts a writer's writes finished: a flush begun after covers them.
+    /// - Returns: What to hand ``flush(through:)``.
+    func finishedWriting() -> UInt64 {
+        flushing.withLock {
+            $0.written += 1
+            return $0.written
+        }
+    }
+
     /// Writes all of `bytes` at `offset`.
     func write(_ bytes: [UInt8], at offset: Int64) throws {
         try bytes.withUnsafeBytes { buffer in
@@ -231,24 +247,28 @@ final class PackFile: Sendable {
         }
     }
 
-    /// Flushes what was written to the disk; fails, as every flush after, once one failed.
-    func flush() throws {
-        try failed.withLock { failed in
-            guard !failed else {
+    /// Flushes what was written to the disk, up to the writes `ticket` (from ``finishedWriting()``) counts: nothing
+    /// when a flush begun after them did it already. Fails, as every flush after, once one failed.
+    func flush(through ticket: UInt64) throws {
+        try flushing.withLock { state in
+            guard !state.failed else {
                 throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "pack \(number) failed before"])
             }
+            guard state.flushed < ticket else { return }
+            let covering = state.written
             guard fdatasync(descriptor) == 0 else {
-                failed = true
+                state.failed = true
                 throw POSIXError.current("flush pack \(number)")
             }
+            state.flushed = covering
         }
     }
 
     /// Marks the pack failed: it takes no more chunks, and its flushes fail.
-    func fail() { failed.withLock { $0 = true } }
+    func fail() { flushing.withLock { $0.failed = true } }
 
     /// Whether a write or flush failed.
-    var hasFailed: Bool { failed.withLock { $0 } }
+    var hasFailed: Bool { flushing.withLock { $0.failed } }
 
     /// `count` bytes at `offset`; fewer only where the pack ends.
     func read(_ count: Int, at offset: Int64) throws -> [UInt8] {
