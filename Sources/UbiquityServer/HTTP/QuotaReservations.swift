@@ -6,20 +6,20 @@ import UbiquityProtocol
 /// onto the disk). An upload reserves its bytes before it is read and keeps them until its chunks are recorded.
 ///
 /// The used bytes are read from the database without the lock held, so a reservation that ended between that read
-/// and the lock (its bytes recorded, then let go) would be counted by neither: each ending is counted, and a
-/// reservation made over a reading older than the last ending is refused as stale (read again and retry).
+/// and the lock (its bytes recorded, then let go) would be counted by neither: the bytes of every reservation that
+/// ended are added up, and those that ended since the reading are counted on top of it (at most what they added).
 final class QuotaReservations: Sendable {
     private struct Account {
         var reserved: Int64 = 0
-        var endings: UInt64 = 0
+        var ended: Int64 = 0
     }
 
     private let accounts = Mutex<[AccountID: Account]>([:])
 
-    /// How many reservations of `account` ended so far: a reading of its used bytes taken after this counts every
-    /// one of them as recorded.
-    func endings(of account: AccountID) -> UInt64 {
-        accounts.withLock { $0[account]?.endings ?? 0 }
+    /// The bytes of the reservations of `account` that ended so far: what a reading of its used bytes taken after
+    /// this may already count.
+    func ended(for account: AccountID) -> Int64 {
+        accounts.withLock { $0[account]?.ended ?? 0 }
     }
 
     /// The bytes reserved for `account` now.
@@ -27,17 +27,21 @@ final class QuotaReservations: Sendable {
         accounts.withLock { $0[account]?.reserved ?? 0 }
     }
 
-    /// Reserves `bytes` for `account` if they fit its `quota` beside its `used` bytes (read after `endings`) and
-    /// what is reserved already.
-    /// - Returns: Whether they fit; `nil` when a reservation ended since `used` was read (read it again).
-    func reserve(_ bytes: Int64, for account: AccountID, used: Int64, quota: Int64, readAfter endings: UInt64) -> Bool?
+    /// Reserves `bytes` for `account` if they fit its `quota` beside its `used` bytes (read after ``ended(for:)``
+    /// said `endedBefore`), the reservations that ended since, and what is reserved now.
+    func reserve(_ bytes: Int64, for account: AccountID, used: Int64, quota: Int64, readAfter endedBefore: Int64)
+        -> Bool
     {
         accounts.withLock { accounts in
             var entry = accounts[account] ?? Account()
-            guard entry.endings == endings else { return nil }
-            let (total, overflow) = used.addingReportingOverflow(entry.reserved)
-            let (after, more) = total.addingReportingOverflow(bytes)
-            guard !overflow, !more, after <= quota else { return false }
+            let counted = [used, entry.ended - endedBefore, entry.reserved, bytes]
+            var total: Int64 = 0
+            for part in counted {
+                let (sum, overflow) = total.addingReportingOverflow(part)
+                guard !overflow else { return false }
+                total = sum
+            }
+            guard total <= quota else { return false }
             entry.reserved += bytes
             accounts[account] = entry
             return true
@@ -49,7 +53,7 @@ final class QuotaReservations: Sendable {
         accounts.withLock { accounts in
             guard var entry = accounts[account] else { return }
             entry.reserved -= bytes
-            entry.endings += 1
+            entry.ended += bytes
             accounts[account] = entry
         }
     }

@@ -214,19 +214,15 @@ extension RouteEnvironment {
     /// beside the used bytes and what other uploads under way hold (``QuotaReservations``).
     func withQuota<T>(reserving bytes: Int64, for account: AccountID, _ body: () async throws -> T) async throws -> T {
         guard bytes > 0 else { return try await body() }
-        while true {
-            let endings = quota.endings(of: account)
-            guard let record = try await store.account(id: account), let limit = record.quotaBytes else {
-                return try await body()
-            }
-            switch quota.reserve(bytes, for: account, used: record.usedBytes, quota: limit, readAfter: endings) {
-            case true?:
-                defer { quota.release(bytes, of: account) }
-                return try await body()
-            case false?: throw Self.overQuota(bytes, limit)
-            case nil: continue  // an upload ended since the used bytes were read: read them again
-            }
+        let ended = quota.ended(for: account)
+        guard let record = try await store.account(id: account), let limit = record.quotaBytes else {
+            return try await body()
         }
+        guard quota.reserve(bytes, for: account, used: record.usedBytes, quota: limit, readAfter: ended) else {
+            throw Self.overQuota(bytes, limit)
+        }
+        defer { quota.release(bytes, of: account) }
+        return try await body()
     }
 
     private static func overQuota(_ bytes: Int64, _ quota: Int64) -> ProtocolError {
