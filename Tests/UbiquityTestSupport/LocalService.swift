@@ -70,6 +70,12 @@ public struct LocalService: Sendable {
         return anonymous.signedIn(with: login.token)
     }
 
+    /// One of the service's figures (`/metrics`) by its full name: `ubiquity_chunks_in_total`; 0 when absent.
+    public func figure(_ name: String) -> Int {
+        let line = service.metrics.exposition().split(separator: "\n").first { $0.hasPrefix(name + " ") }
+        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+    }
+
     /// Spoils what the service stores of account `name`'s chunk `hash`, as a damaged disk would (a chunk file moved
     /// away, a packed chunk's bytes inverted in its pack).
     /// - Returns: What puts the chunk back as it was.

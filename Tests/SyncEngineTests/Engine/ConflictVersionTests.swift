@@ -119,11 +119,6 @@ extension TwoDeviceSyncTests {
 struct TransferTests {
     static let container = try! ContainerID("TEAM.com.example.grocery")
 
-    private func figure(_ name: String, of service: LocalService) -> Int {
-        let line = service.service.metrics.exposition().split(separator: "\n").first { $0.hasPrefix(name + " ") }
-        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
-    }
-
     private func devices(
         _ service: LocalService, root: URL, eagerLimit: Int64 = 1 << 30
     ) async throws -> (ContainerSync, ContainerSync) {
@@ -179,10 +174,10 @@ struct TransferTests {
         bytes.insert(0x2A, at: bytes.count / 2)
         try Data(bytes).write(to: laptop.layout.url(of: path))
         try await laptop.syncOnce()
-        let before = figure("ubiquity_chunk_bytes_out_total", of: service)
+        let before = service.figure("ubiquity_chunk_bytes_out_total")
         try await desktop.syncOnce()
         try await desktop.download(path)
-        let downloaded = figure("ubiquity_chunk_bytes_out_total", of: service) - before
+        let downloaded = service.figure("ubiquity_chunk_bytes_out_total") - before
         #expect(try Data(contentsOf: desktop.layout.url(of: path)) == Data(bytes))
         #expect(downloaded > 0 && downloaded <= 3 * (256 << 10), "\(downloaded) bytes downloaded for a 1-byte insert")
         await service.remove()
@@ -216,9 +211,9 @@ struct TransferTests {
             layout: desktop.layout, client: desktop.client, device: desktop.device,
             configuration: desktop.configuration)
         #expect(FileManager.default.fileExists(atPath: partial.path))
-        let before = figure("ubiquity_chunk_bytes_out_total", of: service)
+        let before = service.figure("ubiquity_chunk_bytes_out_total")
         try await restarted.download(path)
-        let downloaded = Int64(figure("ubiquity_chunk_bytes_out_total", of: service) - before)
+        let downloaded = Int64(service.figure("ubiquity_chunk_bytes_out_total") - before)
         #expect(try Data(contentsOf: desktop.layout.url(of: path)) == Data(bytes))
         #expect(downloaded == Int64(bytes.count) - half, "only the chunks not yet written were fetched")
         #expect(!FileManager.default.fileExists(atPath: partial.path))
@@ -287,12 +282,12 @@ struct TransferTests {
             try partials.map { try Data(contentsOf: $0) } == [Data(bytes[..<Int(kept)])], "cut before the wrong chunk")
 
         try restore()
-        let sentBefore = figure("ubiquity_chunk_bytes_out_total", of: service)
+        let sentBefore = service.figure("ubiquity_chunk_bytes_out_total")
         try await desktop.syncOnce()
         #expect(try Data(contentsOf: desktop.layout.url(of: path)) == Data(bytes))
         #expect(try await desktop.item(at: path)?.downloadError == nil)
         #expect(
-            figure("ubiquity_chunk_bytes_out_total", of: service) - sentBefore == bytes.count - Int(kept),
+            service.figure("ubiquity_chunk_bytes_out_total") - sentBefore == bytes.count - Int(kept),
             "only what the partial download lacked was sent again")
         await service.remove()
     }

@@ -8,12 +8,6 @@ import UbiquityTestSupport
 struct DeltaUploadTests {
     static let container = try! ContainerID("TEAM.com.example.grocery")
 
-    /// A service figure from `/metrics`.
-    private func figure(_ name: String, of service: LocalService) -> Int {
-        let line = service.service.metrics.exposition().split(separator: "\n").first { $0.hasPrefix(name + " ") }
-        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
-    }
-
     @Test(
         "One byte inserted in the middle of a 64 MiB file uploads at most 3 chunks, and the other device gets it whole")
     func oneByteInsertUploadsFewChunks() async throws {
@@ -42,15 +36,15 @@ struct DeltaUploadTests {
         let file = laptop.layout.documents.appendingPathComponent("Big.bin")
         try Data(bytes).write(to: file)
         try await laptop.syncOnce()
-        let chunksBefore = figure("ubiquity_chunks_in_total", of: service)
-        let bytesBefore = figure("ubiquity_chunk_bytes_in_total", of: service)
+        let chunksBefore = service.figure("ubiquity_chunks_in_total")
+        let bytesBefore = service.figure("ubiquity_chunk_bytes_in_total")
         #expect(chunksBefore > 100, "64 MiB went up in many chunks")
 
         bytes.insert(0x2A, at: bytes.count / 2)
         try Data(bytes).write(to: file)
         try await laptop.syncOnce()
-        let chunks = figure("ubiquity_chunks_in_total", of: service) - chunksBefore
-        let uploaded = figure("ubiquity_chunk_bytes_in_total", of: service) - bytesBefore
+        let chunks = service.figure("ubiquity_chunks_in_total") - chunksBefore
+        let uploaded = service.figure("ubiquity_chunk_bytes_in_total") - bytesBefore
         #expect((1...3).contains(chunks), "\(chunks) chunks (\(uploaded) bytes) uploaded for a one-byte insertion")
 
         try await desktop.syncOnce()
@@ -84,12 +78,12 @@ struct DeltaUploadTests {
         let version = try #require(try await laptop.versions(of: path).versions.first)
         let distinct = Set(version.manifest.chunks.map(\.hash)).count
         #expect(distinct > 100)
-        #expect(figure("ubiquity_chunks_in_total", of: service) == distinct, "each chunk went up once")
+        #expect(service.figure("ubiquity_chunks_in_total") == distinct, "each chunk went up once")
         #expect(try await laptop.item(at: path)?.uploadError == nil)
 
         try bytes.write(to: laptop.layout.documents.appendingPathComponent("Copy.bin"))
         try await laptop.syncOnce()
-        #expect(figure("ubiquity_chunks_in_total", of: service) == distinct, "the copy's chunks were all there")
+        #expect(service.figure("ubiquity_chunks_in_total") == distinct, "the copy's chunks were all there")
 
         try await desktop.syncOnce()
         for name in ["Big.bin", "Copy.bin"] {
@@ -116,7 +110,7 @@ struct DeltaUploadTests {
         let item = try #require(try await laptop.item(at: try ItemPath("Documents/Big.bin")))
         #expect(item.uploadError?.code == .quotaExceeded)
         #expect(item.baseVersion == nil, "no version was committed")
-        #expect(figure("ubiquity_chunk_bytes_in_total", of: service) <= 4 << 20, "nothing past the quota was stored")
+        #expect(service.figure("ubiquity_chunk_bytes_in_total") <= 4 << 20, "nothing past the quota was stored")
         await service.remove()
     }
 }

@@ -15,12 +15,6 @@ import UbiquityTestSupport
 struct LargeUploadKillTests {
     static let container = try! ContainerID("TEAM.com.example.resume")
 
-    /// A service figure from `/metrics`.
-    static func figure(_ name: String, of service: LocalService) -> Int {
-        let line = service.service.metrics.exposition().split(separator: "\n").first { $0.hasPrefix(name + " ") }
-        return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
-    }
-
     @Test("Killed after a quarter of a 96 MiB upload, the engine sends at most what was in flight again")
     func resumesWithoutSendingTwice() async throws {
         let service = try await LocalService.start()
@@ -56,27 +50,42 @@ struct LargeUploadKillTests {
 
         let first = try UbiquityProcess(arguments, environment: environment, log: logs.appendingPathComponent("1.log"))
         let quarter = await eventually(.seconds(300)) {
-            Self.figure("ubiquity_chunk_bytes_in_total", of: service) >= size / 4 || !first.isRunning
+            service.figure("ubiquity_chunk_bytes_in_total") >= size / 4 || !first.isRunning
         }
         let died = await first.killAndWait()
         try #require(quarter && died && first.endedBySignal, "a quarter did not go up: \(first.outputTail())")
-        let storedAtKill = Self.figure("ubiquity_chunk_bytes_in_total", of: service)
+        let storedAtKill = service.figure("ubiquity_chunk_bytes_in_total")
         #expect(storedAtKill < size, "the kill came after the whole upload, so it tests nothing")
 
-        let second = try UbiquityProcess(arguments, environment: environment, log: logs.appendingPathComponent("2.log"))
-        var committed = false
-        let deadline = ContinuousClock.now + .seconds(300)
-        while !committed, second.isRunning, ContinuousClock.now < deadline {
-            committed = try await observer.items(in: Self.container).items.contains {
-                $0.path.string == "Documents/Film.mov" && $0.currentVersion != nil
+        // The restarted engine's commit is heard through the service's push, subscribed to before it starts; each
+        // message (and each reconnection, which may have missed one) is a moment to look at the item.
+        let push = PushClient(
+            baseURL: service.baseURL, token: try #require(observer.token), containers: [Self.container])
+        let film = try ItemPath("Documents/Film.mov")
+        let container = Self.container
+        let waiting = Task { () -> (UbiquityProcess?, Bool) in
+            var second: UbiquityProcess?
+            for await event in push.events() {
+                switch event {
+                case .connected where second == nil:
+                    second = try? UbiquityProcess(
+                        arguments, environment: environment, log: logs.appendingPathComponent("2.log"))
+                    if second == nil { return (nil, false) }
+                case .connected, .message:
+                    let items = (try? await observer.items(in: container).items) ?? []
+                    if items.contains(where: { $0.path == film && $0.currentVersion != nil }) { return (second, true) }
+                case .disconnected: break
+                }
             }
-            if !committed { try await Task.sleep(for: .milliseconds(50)) }
+            return (second, false)
         }
+        let (restarted, committed) = await finished(waiting, within: .seconds(300))
+        let second = try #require(restarted, "the engine did not start again")
         _ = await second.stop(with: SIGINT)
         #expect(committed, "the upload did not finish after the restart: \(second.outputTail())")
-        #expect(Self.figure("ubiquity_chunk_bytes_in_total", of: service) == size, "every chunk stored once")
+        #expect(service.figure("ubiquity_chunk_bytes_in_total") == size, "every chunk stored once")
         // Sent again at most: the batches on their way at the kill (four of up to 4 MiB), not what was stored.
-        let received = Self.figure("ubiquity_chunk_upload_bytes_total", of: service)
+        let received = service.figure("ubiquity_chunk_upload_bytes_total")
         #expect(received <= size + (17 << 20), "\(received) bytes of uploads received for \(size)")
 
         let desktop = try ContainerSync(

@@ -204,7 +204,9 @@ private final class CrashRun: Sendable {
             request.body = .stream(body, length: .known(Int64(bytes.count)))
             _ = try? await wire.client.execute(request, timeout: .seconds(600))
             continuation.finish()
-            try? await Task.sleep(for: .milliseconds(20))  // a dead server refuses at once: not a tight loop
+            // Nothing to await here: the request already ended (failed). The pause only keeps a dead server's
+            // instant refusals, until the cycle cancels this task, from spinning.
+            try? await Task.sleep(for: .milliseconds(20))
         }
     }
 }
