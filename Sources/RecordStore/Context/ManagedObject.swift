@@ -35,20 +35,59 @@ open class ManagedObject: Hashable, CustomStringConvertible {
 
     /// The attributes and stored to-one values as last read from the store; `nil` until read (a fault).
     var snapshot: ObjectSnapshot?
-    /// Attributes changed since the last save.
-    var changedValues: PropertyMap<RecordValue> = [:]
-    /// Every relationship read or changed: the objects it points at now.
-    var relationships: [String: Set<ManagedObject>] = [:]
-    /// The same relationships as the store held them when read.
-    var storedRelationships: [String: Set<ManagedObject>] = [:]
-    /// Values set through ``setValue(_:forKey:)`` that could not be kept: the property and what was wrong.
-    var refusedValues: [(property: String, error: RecordStoreError)] = []
     var state: State = .fault
     /// Where the object is in its context's ``PendingObjects``; -1 when not there.
     var pendingPlace = -1
+    /// What the object holds beyond its snapshot, made when first needed: most objects a fetch makes are only read,
+    /// and every field an object has is made with it and released with it, thousands of times in a large fetch.
+    private var edits: Edits?
+
+    private final class Edits {
+        var changedValues: PropertyMap<RecordValue> = [:]
+        var relationships: [String: Set<ManagedObject>] = [:]
+        var storedRelationships: [String: Set<ManagedObject>] = [:]
+        var refusedValues: [(property: String, error: RecordStoreError)] = []
+        weak var keyProbe: KeyProbe?
+    }
+
+    private var madeEdits: Edits {
+        if let edits { return edits }
+        let made = Edits()
+        edits = made
+        return made
+    }
+
+    /// Attributes changed since the last save.
+    var changedValues: PropertyMap<RecordValue> {
+        get { edits?.changedValues ?? [:] }
+        set { if edits != nil || !newValue.isEmpty { madeEdits.changedValues = newValue } }
+        _modify { yield &madeEdits.changedValues }
+    }
+    /// Every relationship read or changed: the objects it points at now.
+    var relationships: [String: Set<ManagedObject>] {
+        get { edits?.relationships ?? [:] }
+        set { if edits != nil || !newValue.isEmpty { madeEdits.relationships = newValue } }
+        _modify { yield &madeEdits.relationships }
+    }
+    /// The same relationships as the store held them when read.
+    var storedRelationships: [String: Set<ManagedObject>] {
+        get { edits?.storedRelationships ?? [:] }
+        set { if edits != nil || !newValue.isEmpty { madeEdits.storedRelationships = newValue } }
+        _modify { yield &madeEdits.storedRelationships }
+    }
+    /// Values set through ``setValue(_:forKey:)`` that could not be kept: the property and what was wrong.
+    var refusedValues: [(property: String, error: RecordStoreError)] {
+        get { edits?.refusedValues ?? [] }
+        set { if edits != nil || !newValue.isEmpty { madeEdits.refusedValues = newValue } }
+        _modify { yield &madeEdits.refusedValues }
+    }
     /// Set on an object a fetch makes to learn which attribute a key path reads (``KeyProbe``).
-    weak var keyProbe: KeyProbe? {
-        didSet { isKeyProbe = keyProbe != nil }
+    var keyProbe: KeyProbe? {
+        get { edits?.keyProbe }
+        set {
+            madeEdits.keyProbe = newValue
+            isKeyProbe = newValue != nil
+        }
     }
     /// Whether ``keyProbe`` is set: a plain flag an attribute's read checks without loading the weak reference.
     @usableFromInline private(set) var isKeyProbe = false

@@ -66,7 +66,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
     private var storedMergePolicy = MergePolicy.error
     var storedUndoManager: UndoManager?
     /// Every object the context knows, by id.
-    var registered: [ManagedObjectID: ManagedObject] = [:]
+    var registered = ObjectRegistry()
     /// Objects inserted, deleted or changed since the last save.
     var pending = PendingObjects()
     let saves = EventBroadcast<ObjectIDChanges>()
@@ -274,7 +274,7 @@ public final class ManagedObjectContext: @unchecked Sendable {
             object.managedObjectContext = self
             return object
         }
-        return { (slot: inout ManagedObject) in slot }(&registered[id, default: fault()])
+        return registered.object(for: id, orRegister: fault)
     }
 
     private func register(entity: EntityDescription, id: ManagedObjectID) -> ManagedObject {

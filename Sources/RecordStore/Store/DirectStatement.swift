@@ -138,6 +138,31 @@ struct DirectRow: RowReading {
         }
     }
 
+    /// The value of a column that holds an attribute of `type` as SQLite stores it plainly (an integer, a Boolean, a
+    /// double, a date as seconds, text), read with SQLite's typed call; `nil` for anything else (no value, another
+    /// storage class), which ``databaseValue(at:)`` and the attribute's own conversion answer.
+    func plainValue(at index: Int, type: AttributeType) -> RecordValue? {
+        let column = CInt(index)
+        let storage = sqlite3_column_type(handle, column)
+        switch type {
+        case .integer16, .integer32, .integer64:
+            return storage == SQLITE_INTEGER ? .integer(sqlite3_column_int64(handle, column)) : nil
+        case .boolean:
+            return storage == SQLITE_INTEGER ? .boolean(sqlite3_column_int64(handle, column) != 0) : nil
+        case .double:
+            return storage == SQLITE_FLOAT ? .double(sqlite3_column_double(handle, column)) : nil
+        case .date:
+            guard storage == SQLITE_FLOAT else { return nil }
+            return .date(Date(timeIntervalSinceReferenceDate: sqlite3_column_double(handle, column)))
+        case .string:
+            guard storage == SQLITE_TEXT, let text = sqlite3_column_text(handle, column) else { return nil }
+            let count = Int(sqlite3_column_bytes(handle, column))
+            return .string(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+        default:
+            return nil
+        }
+    }
+
     /// The 16 bytes of a UUID column; `nil` for anything else.
     func uuid(at index: Int) -> UUID? {
         let column = CInt(index)
@@ -151,6 +176,13 @@ struct DirectRow: RowReading {
 /// A row whose columns are read by index: GRDB's `Row`, or a ``DirectRow``.
 protocol RowReading {
     func databaseValue(at index: Int) -> DatabaseValue
+    /// The value of a column that holds an attribute of `type` plainly, when the row can read it without a
+    /// ``databaseValue(at:)`` first; `nil` otherwise.
+    func plainValue(at index: Int, type: AttributeType) -> RecordValue?
+}
+
+extension RowReading {
+    func plainValue(at index: Int, type: AttributeType) -> RecordValue? { nil }
 }
 
 extension Row: RowReading {

@@ -122,14 +122,13 @@ extension Stamp {
 /// of its rows, as Core Data's row cache does, so that reading ten thousand rows makes one array rather than ten
 /// thousand; the buffer lives while an object of the fetch still holds its snapshot.
 struct ObjectSnapshot: Sendable, Hashable {
-    /// The properties the snapshot holds values of, in order.
-    let layout: SnapshotLayout
     private let storage: Storage
 
     private enum Storage: Sendable {
         /// The snapshot's own values.
-        case own([RecordValue])
-        /// A fetch's rows, this snapshot's values from `start` on.
+        case own(SnapshotLayout, [RecordValue])
+        /// A fetch's rows, this snapshot's values from `start` on: one reference for each of the thousands of
+        /// objects a fetch makes, the layout the rows'.
         case shared(SnapshotRows, start: Int)
     }
 
@@ -138,28 +137,34 @@ struct ObjectSnapshot: Sendable, Hashable {
 
     /// A snapshot with values of its own, one per property of `layout`.
     init(layout: SnapshotLayout, values: [RecordValue]) {
-        self.layout = layout
-        storage = .own(values)
+        storage = .own(layout, values)
     }
 
     /// The snapshot of the row of `rows` whose values start at `start`.
-    init(layout: SnapshotLayout, rows: SnapshotRows, start: Int) {
-        self.layout = layout
+    init(rows: SnapshotRows, start: Int) {
         storage = .shared(rows, start: start)
+    }
+
+    /// The properties the snapshot holds values of, in order.
+    var layout: SnapshotLayout {
+        switch storage {
+        case .own(let layout, _): layout
+        case .shared(let rows, _): rows.layout
+        }
     }
 
     /// Each property's value, in the layout's order.
     var values: ArraySlice<RecordValue> {
         switch storage {
-        case .own(let values): values[...]
-        case .shared(let rows, let start): rows.values[start..<start + layout.properties.count]
+        case .own(_, let values): values[...]
+        case .shared(let rows, let start): rows.values[start..<start + rows.layout.properties.count]
         }
     }
 
     /// The value of the property at `position` in the layout.
     subscript(position position: Int) -> RecordValue {
         switch storage {
-        case .own(let values): values[position]
+        case .own(_, let values): values[position]
         case .shared(let rows, let start): rows.values[start + position]
         }
     }
@@ -197,15 +202,17 @@ struct FetchedRows {
     func id(at row: Int) -> ManagedObjectID { ManagedObjectID(entityName: entity, uuid: uuids[row]) }
 
     func snapshot(at row: Int) -> ObjectSnapshot {
-        ObjectSnapshot(layout: layout, rows: rows, start: row * layout.properties.count)
+        ObjectSnapshot(rows: rows, start: row * layout.properties.count)
     }
 }
 
 /// The rows a fetch read, one after another, each a value per property of its entity's layout.
 final class SnapshotRows: Sendable {
+    let layout: SnapshotLayout
     let values: [RecordValue]
 
-    init(_ values: [RecordValue]) {
+    init(layout: SnapshotLayout, values: [RecordValue]) {
+        self.layout = layout
         self.values = values
     }
 }
@@ -274,7 +281,9 @@ extension StoreAccess {
             uuids.append(uuid)
             try table.appendValues(from: row, offset: 1, external: external, to: &values)
         }
-        return FetchedRows(entity: entity, uuids: uuids, layout: table.layout, rows: SnapshotRows(values))
+        return FetchedRows(
+            entity: entity, uuids: uuids, layout: table.layout, rows: SnapshotRows(layout: table.layout, values: values)
+        )
     }
 
     /// The number of live objects of `entity`.

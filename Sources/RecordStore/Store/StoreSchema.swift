@@ -187,6 +187,11 @@ final class EntityTable: Sendable {
         // By index, each column read where it lies: a fetch reads thousands of rows, and copying a column's
         // description out of the array for each cost more than reading its value.
         for index in columnTypes.indices {
+            // Most columns hold their attribute's type as SQLite stores it: read at once, with no value in between.
+            if let type = columnTypes[index], let value = row.plainValue(at: offset + 1 + index, type: type) {
+                values.append(value)
+                continue
+            }
             let stored = row.databaseValue(at: offset + 1 + index)
             if stored.isNull {
                 values.append(.null)

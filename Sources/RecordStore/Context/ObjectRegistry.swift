@@ -1,0 +1,150 @@
+import Foundation
+
+/// The objects a context knows, each found by its id: a hash table of the objects themselves, each object's key its
+/// own ``ManagedObject/objectID``.
+///
+/// A fetch registers every object it reads, thousands at a time. A `Dictionary` keyed by ``ManagedObjectID`` made
+/// that a quarter of a large fetch: a 40-byte key copied beside each object (its entity's name retained), SipHash
+/// over the UUID, a table twice as wide. Here a bucket is one reference, the id is read from the object, and the
+/// bucket comes from mixing the UUID's two words with a seed drawn once a process (ids are random already; the seed
+/// keeps ids another device chose from piling into one run of buckets). Linear probing, at most half full,
+/// removals shifting the run back so that no tombstones are left.
+///
+/// Every object's ``ManagedObject/objectID`` must stay what it was registered under until it is removed: the
+/// context removes an object before giving it its permanent id.
+struct ObjectRegistry {
+    private var buckets: [ManagedObject?] = []
+    /// How many objects are registered.
+    private(set) var count = 0
+
+    private static let seed: (UInt64, UInt64) = (.random(in: .min ... .max), .random(in: .min ... .max))
+
+    /// The object registered with `id`.
+    subscript(id: ManagedObjectID) -> ManagedObject? {
+        get { find(id).object }
+        set {
+            if let object = newValue {
+                precondition(object.objectID == id, "an object is registered under its own id")
+                var (bucket, existing) = find(id)
+                if existing != nil {
+                    buckets[bucket] = object
+                    return
+                }
+                if grow(toHold: count + 1) { bucket = find(id).bucket }
+                insert(object, at: bucket)
+            } else {
+                let (bucket, existing) = find(id)
+                if existing != nil { remove(at: bucket) }
+            }
+        }
+    }
+
+    /// The object registered with `id`, or the one `make` makes, registered with one search of the table.
+    mutating func object(for id: ManagedObjectID, orRegister make: () -> ManagedObject) -> ManagedObject {
+        var (bucket, existing) = find(id)
+        if let existing { return existing }
+        if grow(toHold: count + 1) { bucket = find(id).bucket }
+        let object = make()
+        insert(object, at: bucket)
+        return object
+    }
+
+    /// Makes room for `capacity` objects in all, so that registering them does not grow the table again.
+    mutating func reserveCapacity(_ capacity: Int) {
+        _ = grow(toHold: capacity)
+    }
+
+    /// Every registered object, in no particular order.
+    var values: [ManagedObject] {
+        var values: [ManagedObject] = []
+        values.reserveCapacity(count)
+        for case let object? in buckets { values.append(object) }
+        return values
+    }
+
+    /// Forgets every object.
+    mutating func removeAll() {
+        buckets = []
+        count = 0
+    }
+
+    // MARK: - The table
+
+    /// The bucket of `id` in a table of `bucketCount` buckets (a power of two).
+    private func home(of id: ManagedObjectID, in bucketCount: Int) -> Int {
+        let (first, second) = withUnsafeBytes(of: id.uuid.uuid) {
+            (
+                UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)),
+                UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
+        }
+        let bits = UInt64(bucketCount.trailingZeroBitCount)
+        var mixed = (first ^ Self.seed.0) &* 0x9E37_79B9_7F4A_7C15
+        mixed ^= second ^ Self.seed.1
+        mixed &*= 0xBF58_476D_1CE4_E5B9
+        mixed ^= mixed >> 31
+        return Int(truncatingIfNeeded: mixed >> (64 - bits))
+    }
+
+    /// The bucket holding `id`'s object, or the empty one it would go in.
+    private func find(_ id: ManagedObjectID) -> (bucket: Int, object: ManagedObject?) {
+        guard !buckets.isEmpty else { return (0, nil) }
+        let mask = buckets.count - 1
+        var bucket = home(of: id, in: buckets.count)
+        while let object = buckets[bucket] {
+            let other = object.objectID
+            // The UUID first: it tells objects apart, the entity's name and temporariness rarely do.
+            if other.uuid == id.uuid, other == id { return (bucket, object) }
+            bucket = (bucket + 1) & mask
+        }
+        return (bucket, nil)
+    }
+
+    /// Puts `object` in the empty `bucket`.
+    private mutating func insert(_ object: ManagedObject, at bucket: Int) {
+        buckets[bucket] = object
+        count += 1
+    }
+
+    /// Grows the table when `capacity` objects would fill more than half of it.
+    /// - Returns: Whether it grew (buckets found before are stale).
+    private mutating func grow(toHold capacity: Int) -> Bool {
+        guard capacity * 2 > buckets.count else { return false }
+        var size = max(16, buckets.count)
+        while capacity * 2 > size { size *= 2 }
+        rebuild(size: size)
+        return true
+    }
+
+    /// Places every object again in a table of `size` buckets.
+    private mutating func rebuild(size: Int) {
+        let old = buckets
+        buckets = Array(repeating: nil, count: size)
+        let mask = size - 1
+        for case let object? in old {
+            var bucket = home(of: object.objectID, in: size)
+            while buckets[bucket] != nil { bucket = (bucket + 1) & mask }
+            buckets[bucket] = object
+        }
+    }
+
+    /// Empties `bucket` and moves back each object after it in its run that would no longer be found past the gap.
+    private mutating func remove(at bucket: Int) {
+        let mask = buckets.count - 1
+        buckets[bucket] = nil
+        count -= 1
+        var gap = bucket
+        var next = (bucket + 1) & mask
+        while let object = buckets[next] {
+            let home = home(of: object.objectID, in: buckets.count)
+            // The object may fill the gap when its home is not inside (gap, next], cyclically.
+            let homeAfterGap = gap <= next ? (home > gap && home <= next) : (home > gap || home <= next)
+            if !homeAfterGap {
+                buckets[gap] = object
+                buckets[next] = nil
+                gap = next
+            }
+            next = (next + 1) & mask
+        }
+    }
+}

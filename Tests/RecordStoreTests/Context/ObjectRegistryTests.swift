@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+@testable import RecordStore
+
+/// The table a context finds its objects in: whatever is registered, replaced and removed, in any order, it answers
+/// as a dictionary of the same ids would, including ids that share their first bytes and removals inside runs.
+@Suite("Object registry")
+struct ObjectRegistryTests {
+    @Test("random registrations, replacements and removals answer as a dictionary", arguments: 0..<40)
+    func againstDictionary(seed: UInt64) throws {
+        var random = SplitMix(seed: seed)
+        let entity = EntityDescription(name: "Item")
+        // A pool of ids to draw from, small enough to be drawn again; some share all but their last byte, some their
+        // UUID but not their entity or temporariness (different ids all the same).
+        var ids: [ManagedObjectID] = []
+        for index in 0..<(40 + Int(random.next() % 200)) {
+            var bytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            if index % 3 == 0 { bytes = Array(repeating: 7, count: 15) + [UInt8(index % 256)] }
+            let uuid = UUID(uuid: bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+            ids.append(ManagedObjectID(entityName: "Item", uuid: uuid))
+            if index % 7 == 0 { ids.append(ManagedObjectID(entityName: "Tag", uuid: uuid)) }
+            if index % 11 == 0 { ids.append(ManagedObjectID(entityName: "Item", uuid: uuid, isTemporaryID: true)) }
+        }
+        var registry = ObjectRegistry()
+        var model: [ManagedObjectID: ManagedObject] = [:]
+        for step in 0..<2_000 {
+            let id = ids[Int(random.next() % UInt64(ids.count))]
+            switch random.next() % 6 {
+            case 0, 1:
+                let object = ManagedObject(entity: entity, objectID: id)
+                registry[id] = object
+                model[id] = object
+            case 2:
+                let made = registry.object(for: id) { ManagedObject(entity: entity, objectID: id) }
+                if let existing = model[id] {
+                    #expect(made === existing, "seed \(seed), step \(step): a registered object is found, not made")
+                }
+                model[id] = made
+            case 3, 4:
+                registry[id] = nil
+                model[id] = nil
+            default:
+                if random.next() % 50 == 0 {
+                    registry.removeAll()
+                    model.removeAll()
+                } else {
+                    registry.reserveCapacity(registry.count + Int(random.next() % 500))
+                }
+            }
+            #expect(registry.count == model.count, "seed \(seed), step \(step)")
+            for probe in ids where registry[probe] !== model[probe] {
+                Issue.record("seed \(seed), step \(step): \(probe) answers \(String(describing: registry[probe]))")
+                return
+            }
+        }
+        #expect(Set(registry.values.map(ObjectIdentifier.init)) == Set(model.values.map(ObjectIdentifier.init)))
+    }
+}
+
+/// A small seeded generator, so that a failing seed repeats.
+private struct SplitMix {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
