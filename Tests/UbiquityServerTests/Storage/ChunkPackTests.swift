@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 import UbiquityProtocol
 import UbiquityServer
@@ -132,6 +133,85 @@ struct ChunkPackTests {
             #expect(
                 try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("incoming").path)
                     .isEmpty)
+        }
+    }
+
+    @Test(
+        "An index that lost its latest entries, as after a power loss, finds them again in the packs; a damaged or torn record is skipped"
+    )
+    func indexRebuiltFromPacks() async throws {
+        try await withTemporaryDirectory { directory in
+            let root = directory.appendingPathComponent("chunks", isDirectory: true)
+            let packs = root.appendingPathComponent("packs", isDirectory: true)
+            let ada = AccountID()
+            let grace = AccountID()
+            var random = SystemRandomNumberGenerator()
+            var written: [(AccountID, ChunkHash, [UInt8])] = []
+            var damaged: (hash: ChunkHash, pack: URL, offset: Int64)?
+            do {
+                // Packs of 64 KiB: the batches fill several, and the filled ones are sealed.
+                let store = try FileChunkStore(root: root, packBytes: 64 << 10)
+                for _ in 0..<8 {
+                    var batch: [(upload: any ChunkUpload, hash: ChunkHash)] = []
+                    for index in 0..<6 {
+                        let account = index % 2 == 0 ? ada : grace
+                        let bytes = Self.bytes(Int.random(in: 1...9_000, using: &random), &random)
+                        let upload = try await store.beginUpload(for: account)
+                        try bytes.withUnsafeBytes { try upload.write($0) }
+                        batch.append((upload, Fixtures.sha256(bytes)))
+                        written.append((account, Fixtures.sha256(bytes), bytes))
+                    }
+                    try await store.finish(batch)
+                }
+                let middle = written[20]
+                let location = try #require(try store.packedLocation(of: middle.1, of: middle.0))
+                damaged = (middle.1, location.pack, location.offset)
+            }
+            let packFiles = Self.files(under: packs).filter { $0.hasSuffix(".pack") }
+            #expect(packFiles.count >= 4, "\(packFiles)")
+            let index = try DatabaseQueue(path: packs.appendingPathComponent("index.sqlite").path)
+            let sealedBefore = try await index.read { db in
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sealed_pack")
+            }
+            #expect(sealedBefore == packFiles.count - 1, "every pack but the one being filled is sealed")
+            // The index loses every other entry and every seal; one lost chunk's bytes are damaged, and the newest pack
+            // ends in a torn record (a header whose bytes never came).
+            let spoiled = try #require(damaged)
+            let lost = written.enumerated().filter { $0.offset % 2 == 0 || $0.element.1 == spoiled.hash }.map {
+                [$0.element.0.string, $0.element.1.string]
+            }
+            try await index.write { db in
+                for entry in lost {
+                    try db.execute(
+                        sql: "DELETE FROM chunk WHERE account = ? AND hash = ?", arguments: StatementArguments(entry))
+                }
+                try db.execute(sql: "DELETE FROM sealed_pack")
+            }
+            try index.close()
+            let damage = try FileHandle(forUpdating: spoiled.pack)
+            try damage.seek(toOffset: UInt64(spoiled.offset + 1))
+            try damage.write(contentsOf: Data([0xFF, 0x00, 0xFF]))
+            try damage.close()
+            let newest = packs.appendingPathComponent(
+                "\(packFiles.compactMap { Int($0.dropLast(5)) }.max()!).pack")
+            let torn = try FileHandle(forUpdating: newest)
+            try torn.seekToEnd()
+            try torn.write(contentsOf: Data("ubqchnk1".utf8) + Data(count: 48) + Data([0x10, 0x27]) + Data(count: 6))
+            try torn.write(contentsOf: Data(count: 100))
+            try torn.close()
+
+            let reopened = try FileChunkStore(root: root, packBytes: 64 << 10)
+            for (account, hash, bytes) in written {
+                if hash == spoiled.hash {
+                    #expect(try await reopened.contains(hash, of: account) == false, "damaged bytes are not indexed")
+                } else {
+                    #expect(try await readAll(hash, of: account, from: reopened, pieceSize: 4096) == bytes)
+                }
+            }
+            let sealedAfter = try await DatabaseQueue(path: packs.appendingPathComponent("index.sqlite").path).read {
+                db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM sealed_pack")
+            }
+            #expect(sealedAfter == packFiles.count, "every pack read again is sealed")
         }
     }
 }

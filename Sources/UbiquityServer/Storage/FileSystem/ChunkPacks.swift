@@ -14,11 +14,19 @@ import UbiquityProtocol
 ///
 /// A file per chunk costs a new inode, a flush of the file and one of its folder for every 72 KiB; here a batch of
 /// chunks is written into the pack being filled at offsets reserved for it, flushed once, and indexed in one
-/// transaction. A pack a write or flush failed on takes no more chunks, and nothing written to it before a failed
-/// flush is indexed after (the kernel reports a failed writeback to one flush only). A chunk is
-/// indexed only after its bytes were flushed, so after any crash every indexed chunk is whole; what a crash leaves
-/// past the last indexed chunk of a pack is never read. A pack is appended to only by the process that created it,
-/// and a new one is begun at each start and whenever the current one is full.
+/// transaction. Each chunk's bytes follow a header naming its account, hash and length (``PackRecord``), so a pack
+/// describes itself: the index is not flushed at each commit (a commit survives a killed process; a power loss may
+/// take the latest), and the packs it may have lost entries of are read again when the store opens. A pack is
+/// sealed — its entries flushed with one flushed commit, and recorded as needing no such reading — once the process
+/// filling it moved on to the next and every append into it ended. Opening reads every pack not sealed whose
+/// writer is gone (a live writer holds a lock on its pack), indexes each whole record whose bytes match its hash
+/// and that the index lacks, flushes the pack, then seals it.
+///
+/// A pack a write or flush failed on takes no more chunks, and nothing written to it before a failed flush is
+/// indexed after (the kernel reports a failed writeback to one flush only). A chunk is indexed only after its bytes
+/// were flushed, so after any crash every indexed chunk is whole; what a crash leaves half written is skipped when
+/// a pack is read again (the next record is found by its header's marker). A pack is appended to only by the
+/// process that created it, and a new one is begun at each start and whenever the current one is full.
 final class ChunkPacks: Sendable {
     /// Where a packed chunk lies.
     struct Location: Sendable, Equatable {
@@ -46,7 +54,8 @@ final class ChunkPacks: Sendable {
         let hash: ChunkHash
     }
 
-    /// Opens (and creates) the packs in `folder`; a pack takes no more chunks past `packLimit` bytes.
+    /// Opens (and creates) the packs in `folder`; a pack takes no more chunks past `packLimit` bytes. Packs not
+    /// sealed whose writer is gone are read for the entries the index lacks (see above).
     init(folder: URL, packLimit: Int64) throws {
         self.folder = folder
         self.packLimit = packLimit
@@ -55,9 +64,6 @@ final class ChunkPacks: Sendable {
         // Two services on one data folder (tests) wait for each other's writes rather than fail.
         configuration.busyMode = .timeout(10)
         index = try DatabasePool(path: folder.appendingPathComponent("index.sqlite").path, configuration: configuration)
-        // An acknowledged chunk is indexed durably: each commit flushes the write-ahead log, a power loss included.
-        // Set on the writer once the pool is open: in WAL mode the pool sets NORMAL there.
-        try index.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(
@@ -67,7 +73,11 @@ final class ChunkPacks: Sendable {
                         length INTEGER NOT NULL, PRIMARY KEY (account, hash)) WITHOUT ROWID
                     """)
         }
+        migrator.registerMigration("v2-sealed-packs") { db in
+            try db.execute(sql: "CREATE TABLE sealed_pack (number INTEGER PRIMARY KEY)")
+        }
         try migrator.migrate(index)
+        try recoverUnsealedPacks()
     }
 
     /// The pack file with this number.
@@ -96,16 +106,21 @@ final class ChunkPacks: Sendable {
         }
     }
 
-    /// Appends checked chunks to the pack being filled, flushes it, then indexes them, in one transaction. Blocks:
-    /// run it off the threads requests share. A chunk already indexed stays where it was.
+    /// Appends checked chunks to the pack being filled, each after its record's header, flushes it, then indexes
+    /// them, in one transaction. Blocks: run it off the threads requests share. A chunk already indexed stays where
+    /// it was.
     func append(_ chunks: [(account: AccountID, hash: ChunkHash, bytes: [UInt8])]) throws {
         guard !chunks.isEmpty else { return }
-        let total = chunks.reduce(Int64(0)) { $0 + Int64($1.bytes.count) }
+        let total = chunks.reduce(Int64(0)) { $0 + Int64(PackRecord.headerSize + $1.bytes.count) }
         let (pack, start) = try reserve(total)
+        defer { if pack.leave() { seal(pack) } }
         var offset = start
         var locations: [Location] = []
         do {
             for chunk in chunks {
+                let header = PackRecord(account: chunk.account, hash: chunk.hash, length: Int64(chunk.bytes.count))
+                try pack.write(header.encoded(), at: offset)
+                offset += Int64(PackRecord.headerSize)
                 try pack.write(chunk.bytes, at: offset)
                 locations.append(Location(pack: pack.number, offset: offset, length: Int64(chunk.bytes.count)))
                 offset += Int64(chunk.bytes.count)
@@ -116,33 +131,92 @@ final class ChunkPacks: Sendable {
             throw error
         }
         let indexed = try index.write { db in
-            let insert = try db.cachedStatement(
-                sql: "INSERT OR IGNORE INTO chunk (account, hash, pack, offset, length) VALUES (?, ?, ?, ?, ?)")
-            var indexed: [(ChunkKey, Location)] = []
-            for (chunk, location) in zip(chunks, locations) {
-                try insert.execute(arguments: [
-                    chunk.account.string, chunk.hash.string, location.pack, location.offset, location.length,
-                ])
-                // A chunk indexed before stays where it was: only a new entry is this location.
-                if db.changesCount > 0 {
-                    indexed.append((ChunkKey(account: chunk.account, hash: chunk.hash), location))
-                }
-            }
-            return indexed
+            try Self.insert(zip(chunks.map { ($0.account, $0.hash) }, locations), into: db)
         }
         remember(indexed)
     }
 
-    /// `count` bytes of the pack being filled, at its end: a new pack when there is none or it is full.
+    /// Indexes chunks at their locations; one indexed before stays where it was.
+    /// - Returns: The entries that are new.
+    private static func insert(
+        _ entries: some Sequence<((AccountID, ChunkHash), Location)>, into db: Database
+    ) throws -> [(ChunkKey, Location)] {
+        let insert = try db.cachedStatement(
+            sql: "INSERT OR IGNORE INTO chunk (account, hash, pack, offset, length) VALUES (?, ?, ?, ?, ?)")
+        var indexed: [(ChunkKey, Location)] = []
+        for ((account, hash), location) in entries {
+            try insert.execute(arguments: [
+                account.string, hash.string, location.pack, location.offset, location.length,
+            ])
+            if db.changesCount > 0 { indexed.append((ChunkKey(account: account, hash: hash), location)) }
+        }
+        return indexed
+    }
+
+    /// `count` bytes of the pack being filled, at its end, counted as one of its appends under way: a new pack
+    /// when there is none, or it failed, or it is full (the one left behind is sealed when its last append ends).
     private func reserve(_ count: Int64) throws -> (PackFile, Int64) {
-        try writer.withLock { current in
+        let (reserved, left) = try writer.withLock { current -> ((PackFile, Int64), PackFile?) in
             if let (pack, size) = current, !pack.hasFailed, size == 0 || size + count <= packLimit {
                 current = (pack, size + count)
-                return (pack, size)
+                pack.enter()
+                return ((pack, size), nil)
             }
             let pack = try PackFile.create(in: folder, after: current?.pack.number)
+            pack.enter()
+            let left = current?.pack
             current = (pack, count)
-            return (pack, 0)
+            return ((pack, 0), left)
+        }
+        if let left, left.retire() { seal(left) }
+        return reserved
+    }
+
+    /// Makes the index's entries of `pack` durable with one flushed commit, which records the pack as sealed: it is
+    /// not read again at the next opening. Called once no append into it is under way and none will begin. A
+    /// failure leaves it to be read again, which loses nothing.
+    private func seal(_ pack: PackFile) {
+        try? seal(number: pack.number)
+    }
+
+    private func seal(number: Int64) throws {
+        try index.writeWithoutTransaction { db in
+            // The flushed commit also flushes every commit before it in the write-ahead log.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            try db.inTransaction {
+                try db.execute(sql: "INSERT OR IGNORE INTO sealed_pack (number) VALUES (?)", arguments: [number])
+                return .commit
+            }
+        }
+    }
+
+    // MARK: - Opening after a crash
+
+    /// Reads each pack neither sealed nor being filled by a live process, indexes the whole records the index
+    /// lacks (after flushing the pack, so that what is indexed is durable), and seals it. Holds the folder's lock
+    /// on creating packs meanwhile, so that no process begins a pack that is read as abandoned.
+    private func recoverUnsealedPacks() throws {
+        let lock = try PackFile.lockCreation(in: folder)
+        defer { close(lock) }
+        let sealed = Set(try index.read { db in try Int64.fetchAll(db, sql: "SELECT number FROM sealed_pack") })
+        for number in try PackFile.numbers(in: folder) where !sealed.contains(number) {
+            guard let pack = try PackFile.openAbandoned(url(ofPack: number), number: number) else { continue }
+            let found = try pack.records(skippingIndexed: { account, hash in
+                try index.read { db in
+                    try Bool.fetchOne(
+                        db.cachedStatement(sql: "SELECT 1 FROM chunk WHERE account = ? AND hash = ?"),
+                        arguments: [account.string, hash.string]) ?? false
+                }
+            })
+            if !found.isEmpty {
+                try pack.flushAll()
+                let entries = found.map {
+                    (($0.account, $0.hash), Location(pack: number, offset: $0.offset, length: $0.length))
+                }
+                _ = try index.write { db in try Self.insert(entries, into: db) }
+            }
+            try seal(number: number)
         }
     }
 
@@ -171,130 +245,4 @@ final class ChunkPacks: Sendable {
         }
         return pack
     }
-}
-
-/// An open pack file, closed when the last of its users lets go of it.
-final class PackFile: Sendable {
-    let number: Int64
-    private let descriptor: Int32
-    /// The writes finished, those a flush covered, and whether a write or flush failed. Flushes take this lock in
-    /// turn, so one that follows a failed one knows, and one whose writes a flush begun after them covered is done.
-    private let flushing = Mutex(Flushing())
-
-    private struct Flushing {
-        var written: UInt64 = 0
-        var flushed: UInt64 = 0
-        var failed = false
-    }
-
-    private init(number: Int64, descriptor: Int32) {
-        self.number = number
-        self.descriptor = descriptor
-    }
-
-    /// A new, empty pack numbered after `previous` (the process's pack before; the first after any pack in
-    /// `folder`), its entry in the folder flushed.
-    static func create(in folder: URL, after previous: Int64?) throws -> PackFile {
-        var number = try previous.map { $0 + 1 } ?? highestNumber(in: folder) + 1
-        while true {
-            let path = folder.appendingPathComponent("\(number).pack").path
-            let descriptor = openFile(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            if descriptor >= 0 {
-                FileChunkUpload.flushFolder(folder)
-                return PackFile(number: number, descriptor: descriptor)
-            }
-            // Another process on the same folder took the number (two services on one data folder in tests).
-            guard errno == EEXIST else { throw POSIXError.current("create \(path)") }
-            number += 1
-        }
-    }
-
-    /// An existing pack, for reading.
-    static func open(_ url: URL, number: Int64) throws -> PackFile {
-        let descriptor = openFile(url.path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { throw POSIXError.current("open \(url.path)") }
-        return PackFile(number: number, descriptor: descriptor)
-    }
-
-    private static func highestNumber(in folder: URL) throws -> Int64 {
-        try FileManager.default.contentsOfDirectory(atPath: folder.path).compactMap { name in
-            name.hasSuffix(".pack") ? Int64(name.dropLast(5)) : nil
-        }.max() ?? 0
-    }
-
-    /// Counts a writer's writes finished: a flush begun after covers them.
-    /// - Returns: What to hand ``flush(through:)``.
-    func finishedWriting() -> UInt64 {
-        flushing.withLock {
-            $0.written += 1
-            return $0.written
-        }
-    }
-
-    /// Writes all of `bytes` at `offset`.
-    func write(_ bytes: [UInt8], at offset: Int64) throws {
-        try bytes.withUnsafeBytes { buffer in
-            var done = 0
-            while done < buffer.count {
-                let written = pwrite(
-                    descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw POSIXError.current("write pack \(number)")
-                }
-                done += written
-            }
-        }
-    }
-
-    /// Flushes what was written to the disk, up to the writes `ticket` (from ``finishedWriting()``) counts: nothing
-    /// when a flush begun after them did it already. Fails, as every flush after, once one failed.
-    func flush(through ticket: UInt64) throws {
-        try flushing.withLock { state in
-            guard !state.failed else {
-                throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "pack \(number) failed before"])
-            }
-            guard state.flushed < ticket else { return }
-            let covering = state.written
-            guard fdatasync(descriptor) == 0 else {
-                state.failed = true
-                throw POSIXError.current("flush pack \(number)")
-            }
-            state.flushed = covering
-        }
-    }
-
-    /// Marks the pack failed: it takes no more chunks, and its flushes fail.
-    func fail() { flushing.withLock { $0.failed = true } }
-
-    /// Whether a write or flush failed.
-    var hasFailed: Bool { flushing.withLock { $0.failed } }
-
-    /// `count` bytes at `offset`; fewer only where the pack ends.
-    func read(_ count: Int, at offset: Int64) throws -> [UInt8] {
-        var piece = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let read = piece.withUnsafeMutableBytes {
-                pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
-            }
-            if read < 0 {
-                if errno == EINTR { continue }
-                throw POSIXError.current("read pack \(number)")
-            }
-            if read == 0 { break }
-            done += read
-        }
-        guard done == count else {
-            throw POSIXError(.EIO, userInfo: [NSLocalizedDescriptionKey: "pack \(number) ends inside a chunk"])
-        }
-        return piece
-    }
-
-    deinit { close(descriptor) }
-}
-
-/// `open(2)`, under a name the types above do not hide.
-private func openFile(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
-    open(path, flags, mode)
 }
