@@ -92,6 +92,7 @@ public struct ContainerEngine: Service {
                 socket: socket, pending: pending, triggers: triggers, trigger: trigger,
                 scanEvery: watcher == nil ? min(pollInterval, unwatchedScanInterval) : pollInterval)
         }
+        await sync.stopPrefetches()
     }
 
     /// Serves the socket, listens to push and local key-value writes, scans everything every `interval`, and runs the
@@ -113,6 +114,8 @@ public struct ContainerEngine: Service {
                     for await event in push.events() {
                         switch event {
                         case .connected, .message(.changed), .message(.keyValueChanged): trigger.yield()
+                        case .message(.draft(_, let item, let version, let count)):
+                            await sync.draftGrew(item, version: version, count: count)
                         case .disconnected(let reason, let retryIn):
                             logger.notice(
                                 "push connection lost; polling until it is back",

@@ -85,7 +85,7 @@ extension ContainerSync {
     /// Assembles `version` in `.ubiquity/tmp/` once: a second caller for the same content waits for the first.
     /// - Returns: The assembled file or package, checked against its hashes, for the caller to move.
     func assembleOnce(_ version: VersionRecord, of item: LocalItem, purpose: String) async throws -> URL {
-        let name = "\(item.id.string).\(version.id.string).\(purpose)\(Self.partialSuffix)"
+        let name = Self.partialName(of: item.id, version: version.id, purpose: purpose)
         if let running = downloads[name] { return try await running.value }
         let task = Task(executorPreference: configuration.taskExecutor) {
             try await self.assemble(version, of: item, named: name)
@@ -101,6 +101,8 @@ extension ContainerSync {
 
     private func assemble(_ version: VersionRecord, of item: LocalItem, named name: String) async throws -> URL {
         let temporary = layout.temporary.appendingPathComponent(name)
+        // What a fetch of the version's draft wrote is resumed from, once the fetch has stopped.
+        await stopPrefetch(named: name)
         // Partial downloads of other versions of this item are of no more use.
         let prefix = "\(item.id.string)."
         for other in (try? disk.contentsOfDirectory(at: layout.temporary)) ?? []
@@ -168,9 +170,13 @@ extension ContainerSync {
         var whole = SHA256()
         var offset: Int64 = 0
         var index = 0
-        // What a previous attempt wrote, as far as it checks out.
-        while index < chunks.count, let bytes = file.read(at: offset, count: Int(chunks[index].size)),
-            (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunks[index].hash
+        // What a previous attempt (or a fetch of the version's draft) wrote: each chunk checked when each is, else
+        // taken as far as the file goes and checked with the rest by the whole content's hash (a mismatch cuts the
+        // file at its first wrong chunk, and the next attempt resumes there).
+        let written = disk.identity(at: url)?.size ?? 0
+        while index < chunks.count, checkingEachChunk || offset + chunks[index].size <= written,
+            let bytes = file.read(at: offset, count: Int(chunks[index].size)),
+            !checkingEachChunk || (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunks[index].hash
         {
             whole.update(data: bytes)
             offset += chunks[index].size

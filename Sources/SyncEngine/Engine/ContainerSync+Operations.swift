@@ -155,10 +155,14 @@ extension ContainerSync {
     /// Content that is the service's current content already is adopted instead.
     private func upload(_ item: inout StoredItem, basedOn: VersionID?) async throws {
         guard let local = item.observation.local else { throw LocalCopyChanged() }
-        // A large file's first version goes up while it is cut; other content once read.
+        // A large file's first version goes up while it is cut, named from the start (its draft names it); other
+        // content once read.
+        let pipelined =
+            basedOn == nil && local.kind == .file && local.identity.size >= configuration.pipelinedUploadBytes
+        let versionID = pipelined ? VersionID(uuid: newIdentifier()) : nil
         let (read, sent) =
-            if basedOn == nil, local.kind == .file, local.identity.size >= configuration.pipelinedUploadBytes {
-                try await readUploading(at: local.path, size: local.identity.size, for: item.item)
+            if let versionID {
+                try await readUploading(at: local.path, size: local.identity.size, for: item.item, version: versionID)
             } else {
                 (try await readContent(at: local.path, kind: local.kind), Set<ChunkHash>())
             }
@@ -179,7 +183,7 @@ extension ContainerSync {
             try state.currentVersionRecord(of: item.id).flatMap { $0.id == id ? $0 : nil }
         }
         try await uploadChunks(of: content, for: item.item, base: base, sent: sent)
-        let version = makeVersion(of: item.id, content, identity, basedOn: basedOn)
+        let version = makeVersion(of: item.id, content, identity, basedOn: basedOn, named: versionID)
         let answer: ItemResponse
         do {
             answer = try await itemRequests.commit(VersionPayload(version, against: base))

@@ -96,7 +96,7 @@ extension ContainerSync {
     /// transfer). A file changed meanwhile fails the read or the service's check of a chunk's hash, as an upload after
     /// the read would.
     /// - Returns: The read, and the chunks the service has now.
-    func readUploading(at path: ItemPath, size: Int64, for item: LocalItem) async throws
+    func readUploading(at path: ItemPath, size: Int64, for item: LocalItem, version: VersionID) async throws
         -> (read: ContentRead, sent: Set<ChunkHash>)
     {
         let (chunks, feed) = AsyncStream.makeStream(of: (ChunkHash, LocalContent.Source).self)
@@ -106,7 +106,7 @@ extension ContainerSync {
         let abandoned = Flag()
         let sender = Task(executorPreference: configuration.taskExecutor) { [self] in
             do {
-                return try await largeUploads.withSlot { try await sendWhileCut(chunks, of: item) }
+                return try await largeUploads.withSlot { try await sendWhileCut(chunks, of: item, version: version) }
             } catch {
                 abandoned.set()
                 throw error
@@ -136,11 +136,14 @@ extension ContainerSync {
     }
 
     /// Sends the chunks `chunks` brings as they come, a batch of up to ``batchBytes`` at a time (its missing chunks
-    /// asked for first), a few batches at once.
+    /// asked for first), a few batches at once. As the chunks the service has grow into a longer run from the
+    /// content's start, they are told to the service as the draft of `version` (``DraftAppendRequest``), so that
+    /// the devices that will download it can fetch them before the commit; a draft refused ends the drafting, not
+    /// the upload.
     /// - Returns: The chunks the service has now.
-    private func sendWhileCut(_ chunks: AsyncStream<(ChunkHash, LocalContent.Source)>, of item: LocalItem)
-        async throws -> Set<ChunkHash>
-    {
+    private func sendWhileCut(
+        _ chunks: AsyncStream<(ChunkHash, LocalContent.Source)>, of item: LocalItem, version: VersionID
+    ) async throws -> Set<ChunkHash> {
         let (service, container, disk, smallUploads) = (service, container, disk, smallUploads)
         let window = max(1, Self.transferWindow / 2)
         return try await withThrowingTaskGroup(of: (Int64, [ChunkHash]).self) { group in
@@ -149,14 +152,40 @@ extension ContainerSync {
             var batch: [(ChunkHash, LocalContent.Source)] = []
             var filled: Int64 = 0
             var seen = Set<ChunkHash>()
+            // Every chunk in the content's order (repeats too), and how many of them were handed to the draft's
+            // sender: one request at a time, in order, beside the uploads (a refused one ends the drafting).
+            var order: [ChunkReference] = []
+            var drafted = 0
+            let (drafts, drafter) = AsyncStream.makeStream(of: DraftAppendRequest.self)
+            let itemID = item.id
+            let drafting = Task(executorPreference: configuration.taskExecutor) {
+                for await request in drafts {
+                    guard (try? await service.appendDraft(request, to: version, of: itemID, in: container)) != nil
+                    else { return }
+                }
+            }
+            defer {
+                drafter.finish()
+                drafting.cancel()
+            }
+            func answered(_ bytes: Int64, _ hashes: [ChunkHash]) {
+                sent.formUnion(hashes)
+                advanceTransfer(of: item, by: bytes)
+                var held = drafted
+                while held < order.count, held - drafted < DraftPage.pageLimit, sent.contains(order[held].hash) {
+                    held += 1
+                }
+                guard held > drafted else { return }
+                drafter.yield(DraftAppendRequest(from: drafted, chunks: Array(order[drafted..<held])))
+                drafted = held
+            }
             func start() async throws {
                 let work = batch
                 batch = []
                 filled = 0
                 while running >= window, let (bytes, hashes) = try await group.next() {
                     running -= 1
-                    sent.formUnion(hashes)
-                    advanceTransfer(of: item, by: bytes)
+                    answered(bytes, hashes)
                 }
                 running += 1
                 group.addTask {
@@ -172,16 +201,15 @@ extension ContainerSync {
                     return (total, work.map(\.0))
                 }
             }
-            for await (hash, source) in chunks where seen.insert(hash).inserted {
+            for await (hash, source) in chunks {
+                order.append(ChunkReference(hash: hash, size: source.size))
+                guard seen.insert(hash).inserted else { continue }
                 if filled + source.size > Self.batchBytes, !batch.isEmpty { try await start() }
                 batch.append((hash, source))
                 filled += source.size
             }
             if !batch.isEmpty { try await start() }
-            for try await (bytes, hashes) in group {
-                sent.formUnion(hashes)
-                advanceTransfer(of: item, by: bytes)
-            }
+            while let (bytes, hashes) = try await group.next() { answered(bytes, hashes) }
             return sent
         }
     }
@@ -294,12 +322,13 @@ extension ContainerSync {
     struct ContentChangedWhileRead: Error {}
 
     func makeVersion(
-        of id: ItemID, _ content: LocalContent, _ identity: LocalFileIdentity, basedOn: VersionID?
+        of id: ItemID, _ content: LocalContent, _ identity: LocalFileIdentity, basedOn: VersionID?,
+        named versionID: VersionID? = nil
     ) -> VersionRecord {
         // The date as the service keeps it (to the microsecond): a commit's answer may leave the version out, and
         // this record then stands for it.
         VersionRecord(
-            id: VersionID(uuid: newIdentifier()), itemID: id, manifest: content.manifest,
+            id: versionID ?? VersionID(uuid: newIdentifier()), itemID: id, manifest: content.manifest,
             contentHash: content.contentHash,
             modificationDate: WireTimestamp.date(
                 microseconds: WireTimestamp.microseconds(

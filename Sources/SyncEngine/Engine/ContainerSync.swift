@@ -93,6 +93,9 @@ public actor ContainerSync {
     /// Downloads under way, by the name of their partial file: a second request for the same content waits for the
     /// first instead of writing the same file.
     var downloads: [String: Task<URL, any Error>] = [:]
+    /// Drafts of versions still being uploaded that are fetched ahead of their commit, by the name of the partial
+    /// file their download will resume (see ``draftGrew(_:version:count:)``).
+    var prefetches: [String: DraftPrefetch] = [:]
     /// The last round asked for; the next waits for it.
     var round: Task<Void, any Error>?
     /// Whether a ``ContainerEngine`` drives this sync.
@@ -206,7 +209,7 @@ public actor ContainerSync {
     func clearStalePartials() throws {
         let suffix = ".download" + Self.partialSuffix
         for name in (try? disk.contentsOfDirectory(at: layout.temporary)) ?? []
-        where name.hasSuffix(suffix) && downloads[name] == nil {
+        where name.hasSuffix(suffix) && downloads[name] == nil && prefetches[name] == nil {
             let parts = name.dropLast(suffix.count).split(separator: ".")
             let id = parts.first.flatMap { try? ItemID(String($0)) }
             let version = parts.dropFirst().first.map(String.init)

@@ -36,6 +36,8 @@ public struct PushClient: Sendable {
     public var initialBackoff: Duration = .milliseconds(100)
     /// The longest wait between tries.
     public var maximumBackoff: Duration = .seconds(30)
+    /// Whether to hear of uploads' drafts too (``PushMessage/draft(container:item:version:count:)``).
+    public var followsDrafts = true
     let logger: Logger
 
     /// Creates a push client.
@@ -67,7 +69,8 @@ public struct PushClient: Sendable {
     private func run(_ continuation: AsyncStream<Event>.Continuation) async {
         var backoff = initialBackoff
         let subscribe = String(
-            decoding: (try? JSONEncoder().encode(PushMessage.subscribe(containers: containers))) ?? Data(),
+            decoding: (try? JSONEncoder().encode(PushMessage.subscribe(containers: containers, drafts: followsDrafts)))
+                ?? Data(),
             as: UTF8.self)
         while !Task.isCancelled {
             var reason = "the service closed the connection"

@@ -35,6 +35,27 @@ extension ServiceClient {
             .resolved(have: have)
     }
 
+    /// Grows the draft of `version` of `item` by its next chunks; returns the draft's length.
+    public func appendDraft(
+        _ request: DraftAppendRequest, to version: VersionID, of item: ItemID, in container: ContainerID
+    ) async throws -> Int {
+        try await send(
+            .POST, Self.path(container, "items/\(item)/drafts/\(version)"), json: request, as: DraftPage.self
+        ).count
+    }
+
+    /// The chunks of the draft of `version` of `item` from the `from`th on; `nil` when there is no such draft.
+    public func draft(of version: VersionID, of item: ItemID, from: Int, in container: ContainerID) async throws
+        -> DraftPage?
+    {
+        do {
+            return try await get(
+                Self.path(container, "items/\(item)/drafts/\(version)?from=\(from)"), as: DraftPage.self)
+        } catch let error as ProtocolError where error.code == .unknownVersion {
+            return nil
+        }
+    }
+
     /// The details of several items (at most ``ItemDetailsRequest/maximumItems``) in one request, each with its
     /// manifests as deltas against the version of it named as held, made whole here; items the container lacks are
     /// left out.

@@ -49,9 +49,27 @@ public protocol SyncService: Sendable {
     /// Creates items and commits versions in order, each answered on its own (``ItemBatchRequest``).
     func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerID) async throws
         -> ItemBatchResponse
+    /// Grows the draft of `version` of `item` (``DraftAppendRequest``); returns the draft's length.
+    func appendDraft(
+        _ request: DraftAppendRequest, to version: VersionID, of item: ItemID, in container: ContainerID
+    ) async throws -> Int
+    /// The chunks of the draft of `version` of `item` from the `from`th on; `nil` when the service has no such
+    /// draft (committed, forgotten, or never sent).
+    func draft(of version: VersionID, of item: ItemID, from: Int, in container: ContainerID) async throws
+        -> DraftPage?
 }
 
 extension SyncService {
+    /// A service without drafts keeps none: the draft's length is 0.
+    public func appendDraft(
+        _ request: DraftAppendRequest, to version: VersionID, of item: ItemID, in container: ContainerID
+    ) async throws -> Int { 0 }
+
+    /// A service without drafts has none.
+    public func draft(of version: VersionID, of item: ItemID, from: Int, in container: ContainerID) async throws
+        -> DraftPage?
+    { nil }
+
     /// One request per chunk: what a service without the route does.
     public func downloadChunks(_ chunks: [ChunkReference], in container: ContainerID) async throws
         -> [ChunkHash: Data]

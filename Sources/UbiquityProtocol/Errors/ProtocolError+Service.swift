@@ -47,4 +47,7 @@ extension ProtocolError.Code {
     public static let chunksMissing = Self(rawValue: "chunksMissing")
     /// The account's storage quota would be exceeded; nothing was accepted.
     public static let quotaExceeded = Self(rawValue: "quotaExceeded")
+    /// A draft's chunks were sent from a position other than the draft's length (the service forgot the draft, or
+    /// an earlier part did not arrive).
+    public static let draftOutOfStep = Self(rawValue: "draftOutOfStep")
 }

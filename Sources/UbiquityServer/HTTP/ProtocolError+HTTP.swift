@@ -14,7 +14,7 @@ extension ProtocolError.Code {
         case .itemNotFound, .unknownVersion, .chunkNotFound, .tokenNotFound, .routeNotFound: .notFound
         case .methodNotAllowed: .methodNotAllowed
         case .accountExists, .itemExists, .versionExists, .pathCollision, .staleDelete, .notAConflict,
-            .cannotRemoveCurrent, .itemDeleted, .chunksMissing:
+            .cannotRemoveCurrent, .itemDeleted, .chunksMissing, .draftOutOfStep:
             .conflict
         case .changeTokenExpired: .gone
         case .bodyTooLarge: .contentTooLarge

@@ -15,6 +15,8 @@ struct RouteEnvironment: Sendable {
     let tokens = TokenCache()
     /// The quota chunk uploads under way hold.
     let quota = QuotaReservations()
+    /// The drafts of versions being uploaded.
+    let drafts = DraftBoard()
     /// A hash checked when a login names no account, so that answering takes as long as for a real one.
     let decoyHash = DecoyHash()
 
@@ -51,6 +53,7 @@ struct RouteEnvironment: Sendable {
     /// Counts a change to a container and tells its subscribers where its feed now is.
     func announce(_ response: ItemResponse, in container: ContainerKey, count: Int = 1) {
         metrics.commits.increment(by: Int64(count))
+        if response.version != nil { drafts.end(response.item.id, in: container) }
         hub.publish(.changed(container: container.container, token: response.token), to: container)
     }
 

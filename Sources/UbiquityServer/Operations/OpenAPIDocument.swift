@@ -106,6 +106,16 @@ public enum OpenAPIDocument {
             method: "POST", path: items + "/{item}/current", summary: "Make a chosen version current (replace)",
             request: "ReplaceCurrentRequest", response: "ItemResponse", errors: [404, 409]),
         Operation(
+            method: "POST", path: items + "/{item}/drafts/{version}",
+            summary: "Grow the draft of a version being uploaded by its next chunks, which the account holds; "
+                + "devices subscribed to drafts hear of it",
+            request: "DraftAppendRequest", response: "DraftPage", errors: [400, 404, 409, 413]),
+        Operation(
+            method: "GET", path: items + "/{item}/drafts/{version}",
+            summary: "The chunks of a version's draft from a position on (at most 10,000)",
+            response: "DraftPage", query: [("from", "the position of the first chunk wanted (default 0)")],
+            errors: [400, 404]),
+        Operation(
             method: "POST", path: "/v1/containers/{container}/chunks/missing",
             summary: "Which chunks the account lacks; refuses an upload that would exceed the quota",
             request: "MissingChunksRequest", response: "MissingChunksResponse", errors: [400, 413, 507]),

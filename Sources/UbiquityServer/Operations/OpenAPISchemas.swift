@@ -160,6 +160,10 @@ enum OpenAPISchemas {
             "ItemDetail": object(
                 ["item": ref("ItemRecord"), "versions": array(ref("VersionPayload"))], required: ["item", "versions"]),
             "MissingChunksRequest": object(["chunks": array(ref("ChunkReference"))], required: ["chunks"]),
+            "DraftAppendRequest": object(
+                ["from": integer, "chunks": array(ref("ChunkReference"))], required: ["from", "chunks"]),
+            "DraftPage": object(
+                ["count": integer, "chunks": array(ref("ChunkReference"))], required: ["count", "chunks"]),
             "MissingChunksResponse": object(["missing": array(hash)], required: ["missing"]),
             "ChunkBatchResponse": object(["received": integer], required: ["received"]),
             "ChunkFetchRequest": object(
@@ -203,9 +207,12 @@ enum OpenAPISchemas {
                 [
                     "type": [
                         "type": "string",
-                        "enum": ["subscribe", "subscribed", "changed", "keyValueChanged", "heartbeat", "error"],
+                        "enum": [
+                            "subscribe", "subscribed", "changed", "keyValueChanged", "draft", "heartbeat", "error",
+                        ],
                     ],
                     "containers": array(container), "container": container, "token": string, "error": ref("Error"),
+                    "drafts": boolean, "item": uuid, "version": uuid, "count": integer,
                 ], required: ["type"]),
         ]
     }

@@ -18,6 +18,8 @@ public final class PushHub: Sendable {
         var outputs: [Int: AsyncStream<PushMessage>.Continuation] = [:]
         var subscriptions: [Int: Set<ContainerKey>] = [:]
         var subscribers: [ContainerKey: Set<Int>] = [:]
+        /// The connections that asked for drafts too.
+        var draftFollowers: Set<Int> = []
     }
 
     private let state = Mutex(State())
@@ -47,13 +49,18 @@ public final class PushHub: Sendable {
         return (Connection(id: id, account: account), stream)
     }
 
-    /// Replaces the connection's subscription with `containers` (of its own account).
-    public func subscribe(_ connection: Connection, to containers: [ContainerID]) {
+    /// Replaces the connection's subscription with `containers` (of its own account), with their drafts or not.
+    public func subscribe(_ connection: Connection, to containers: [ContainerID], drafts: Bool = false) {
         let keys = Set(containers.map { ContainerKey(account: connection.account, container: $0) })
         state.withLock { state in
             for key in state.subscriptions[connection.id] ?? [] { state.subscribers[key]?.remove(connection.id) }
             state.subscriptions[connection.id] = keys
             for key in keys { state.subscribers[key, default: []].insert(connection.id) }
+            if drafts {
+                state.draftFollowers.insert(connection.id)
+            } else {
+                state.draftFollowers.remove(connection.id)
+            }
         }
     }
 
@@ -70,6 +77,17 @@ public final class PushHub: Sendable {
         for output in outputs { output.yield(message) }
     }
 
+    /// Sends `message` (a ``PushMessage/draft(container:item:version:count:)``) to every connection subscribed to
+    /// `container` with drafts.
+    public func publishDraft(_ message: PushMessage, to container: ContainerKey) {
+        let outputs = state.withLock { state in
+            (state.subscribers[container] ?? []).filter { state.draftFollowers.contains($0) }.compactMap {
+                state.outputs[$0]
+            }
+        }
+        for output in outputs { output.yield(message) }
+    }
+
     /// Removes the connection and ends its stream.
     public func disconnect(_ connection: Connection) {
         let output = state.withLock { state in
@@ -78,6 +96,7 @@ public final class PushHub: Sendable {
                 if state.subscribers[key]?.isEmpty == true { state.subscribers[key] = nil }
             }
             state.subscriptions[connection.id] = nil
+            state.draftFollowers.remove(connection.id)
             return state.outputs.removeValue(forKey: connection.id)
         }
         output?.finish()

@@ -69,13 +69,15 @@ extension RouteEnvironment {
             return .error(ProtocolError(.malformedRequest, "push messages are JSON text"))
         }
         do {
-            guard case .subscribe(let containers) = try JSONDecoder().decode(PushMessage.self, from: Data(text.utf8))
+            guard
+                case .subscribe(let containers, let drafts) = try JSONDecoder().decode(
+                    PushMessage.self, from: Data(text.utf8))
             else { return .error(ProtocolError(.malformedRequest, "a device may only send subscribe")) }
             if let refused = containers.first(where: { !identity.permits($0) }) {
                 return .error(
                     ProtocolError(.containerNotPermitted, "this device's token may not use container \(refused)"))
             }
-            hub.subscribe(connection, to: containers)
+            hub.subscribe(connection, to: containers, drafts: drafts)
             return .subscribed(containers: containers)
         } catch let error as ProtocolError {
             return .error(error)

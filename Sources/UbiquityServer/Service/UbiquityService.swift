@@ -79,6 +79,7 @@ public struct UbiquityService: Sendable {
             middleware: AuthenticationMiddleware(store: environment.store, cache: environment.tokens))
         environment.addAccountRoutes(to: authenticated)
         environment.addItemRoutes(to: authenticated)
+        environment.addDraftRoutes(to: authenticated)
         environment.addChunkRoutes(to: authenticated)
         environment.addFeedRoutes(to: authenticated)
         environment.addPushFallbackRoute(to: authenticated)

@@ -123,8 +123,12 @@ struct AuthorizationTests {
                     "GET /v1/containers/{container}/items/{item}/versions/{version}",
                     "DELETE /v1/containers/{container}/items/{item}/versions/{version}",
                     "POST /v1/containers/{container}/items/{item}/versions/{version}/resolve",
-                    "POST /v1/containers/{container}/items/{item}/current":
+                    "POST /v1/containers/{container}/items/{item}/current",
+                    "POST /v1/containers/{container}/items/{item}/drafts/{version}":
                     Self.expectRefusal(answer, .itemNotFound, .notFound, label)
+                case "GET /v1/containers/{container}/items/{item}/drafts/{version}":
+                    // Drafts are kept per account's container: Bob's has none of Ada's item.
+                    Self.expectRefusal(answer, .unknownVersion, .notFound, label)
                 case "POST /v1/containers/{container}/chunks/missing":
                     let missing = try answer.decode(MissingChunksResponse.self)
                     #expect(missing.missing == [seed.chunk.hash], "\(label): chunks are never shared between accounts")
@@ -454,6 +458,8 @@ struct AuthorizationTests {
             body = try json(version)
         case "POST /v1/containers/{container}/items/{item}/current":
             body = try json(ReplaceCurrentRequest(versionID: seed.old.id))
+        case "POST /v1/containers/{container}/items/{item}/drafts/{version}":
+            body = try json(DraftAppendRequest(from: 0, chunks: [seed.chunk]))
         case "POST /v1/containers/{container}/chunks/missing":
             body = try json(MissingChunksRequest(chunks: [seed.chunk]))
         case "POST /v1/containers/{container}/chunks/fetch":
@@ -473,6 +479,7 @@ struct AuthorizationTests {
             "GET /v1/containers/{container}/items/{item}/versions/{version}",
             "DELETE /v1/containers/{container}/items/{item}/versions/{version}",
             "POST /v1/containers/{container}/items/{item}/versions/{version}/resolve",
+            "GET /v1/containers/{container}/items/{item}/drafts/{version}",
             "GET /v1/containers/{container}/chunks/{hash}", "GET /v1/containers/{container}/changes",
             "GET /v1/containers/{container}/kv":
             body = nil
