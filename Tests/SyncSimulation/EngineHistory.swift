@@ -116,6 +116,8 @@ public final class EngineHistory: @unchecked Sendable {
     var devices: [Device] = []
     var dead: [Engine] = []
     var pending: [Request] = []
+    /// The drafts' growth on its way to each device by push: device, item, version, length.
+    var draftPushes: [(device: Int, item: ItemID, version: VersionID, count: Int)] = []
     /// The last content a user saved into each file (device, inode) and has not overwritten or deleted since.
     var liveSaves: [SaveKey: [UInt8]] = [:]
     var saveCounter = 0
@@ -349,8 +351,10 @@ public final class EngineHistory: @unchecked Sendable {
         let device = devices.randomElement(using: &random)!
         switch Int.random(in: 0..<100, using: &random) {
         case 0..<26: try userAction(on: device)
-        case 26..<58:
+        case 26..<54:
             if !pending.isEmpty { deliver(Int.random(in: 0..<pending.count, using: &random)) }
+        case 54..<58:
+            pushDraft()
         case 58..<82:
             let scope: ScanScope = random.chance(0.5) ? .everything : .paths(device.touched)
             startRound(device, scope: scope)
@@ -363,6 +367,22 @@ public final class EngineHistory: @unchecked Sendable {
             try kill(device, "while it waited")
         }
         try runUntilWaiting()
+    }
+
+    /// Tells one device, as push would, of a draft's growth the world had news of (any device's, its own too: the
+    /// engine leaves out what it uploads itself); lost when the device is offline or its engine dead.
+    func pushDraft() {
+        for news in world.takeDraftNews() {
+            draftPushes += devices.map { ($0.index, news.item, news.version, news.count) }
+        }
+        guard !draftPushes.isEmpty else { return }
+        let push = draftPushes.remove(at: Int.random(in: 0..<draftPushes.count, using: &random))
+        let device = devices[push.device]
+        guard let engine = device.engine, engine.alive, device.online else { return }
+        log("device\(push.device) push: draft of \(push.version) of \(push.item) at \(push.count)")
+        Task(executorPreference: engine.executor) {
+            await engine.sync.draftGrew(push.item, version: push.version, count: push.count)
+        }
     }
 
     /// An app asks for an item's download, or evicts its local copy, through the engine's API.

@@ -115,6 +115,34 @@ public final class ServiceWorld: Sendable {
         return try state.withLock { try $0.commit(version, now: now) }
     }
 
+    /// `POST …/items/{item}/drafts/{version}`: grows the draft of a version being uploaded, as the real route does
+    /// (the item a live file, the version not committed, the chunks held, the draft `from` long); each growth is
+    /// news for the devices (``takeDraftNews()``).
+    /// - Throws: ``ProtocolError/Code/itemNotFound``, ``ProtocolError/Code/itemDeleted``,
+    ///   ``ProtocolError/Code/kindMismatch``, ``ProtocolError/Code/versionExists``,
+    ///   ``ProtocolError/Code/chunksMissing`` or ``ProtocolError/Code/draftOutOfStep``.
+    public func appendDraft(_ request: DraftAppendRequest, to version: VersionID, of item: ItemID) throws -> Int {
+        try state.withLock { try $0.appendDraft(request, to: version, of: item) }
+    }
+
+    /// `GET …/items/{item}/drafts/{version}?from=`: the draft's chunks from `from` on; `nil` when there is none.
+    public func draft(of version: VersionID, of item: ItemID, from: Int) -> DraftPage? {
+        state.withLock { state in
+            guard let draft = state.drafts[item], draft.version == version else { return nil }
+            let start = min(max(0, from), draft.chunks.count)
+            let end = min(draft.chunks.count, start + DraftPage.pageLimit)
+            return DraftPage(count: draft.chunks.count, chunks: Array(draft.chunks[start..<end]))
+        }
+    }
+
+    /// The drafts that grew since last asked, as push tells them: item, version and length.
+    public func takeDraftNews() -> [(item: ItemID, version: VersionID, count: Int)] {
+        state.withLock { state in
+            defer { state.draftNews = [] }
+            return state.draftNews
+        }
+    }
+
     /// `PATCH …/items/{item}`: moves an item; moving it where it is changes nothing.
     /// - Throws: ``ProtocolError/Code/itemNotFound``, ``ProtocolError/Code/itemDeleted`` or
     ///   ``ProtocolError/Code/pathCollision``.
@@ -357,6 +385,10 @@ extension ServiceWorld {
         var keyValueStore: KeyValueStoreState
         /// The content hash of every version ever kept.
         var contentHashesEverKept: Set<ChunkHash> = []
+        /// Each item's draft of a version being uploaded; a commit of a version of the item ends it.
+        var drafts: [ItemID: (version: VersionID, chunks: [ChunkReference])] = [:]
+        /// The drafts' growth not yet told to the devices.
+        var draftNews: [(item: ItemID, version: VersionID, count: Int)] = []
 
         init(
             container: ContainerID, epoch: String, limits: ServerConfiguration.Limits, retention: VersionRetention,
@@ -411,6 +443,30 @@ extension ServiceWorld {
                 change.version = committed.version
             }
             return try save(item, before: nil, change: change)
+        }
+
+        mutating func appendDraft(_ request: DraftAppendRequest, to version: VersionID, of id: ItemID) throws -> Int {
+            let stored = try loadExisting(id)
+            guard !stored.record.isDeleted else { throw ProtocolError(.itemDeleted, "item \(id) is deleted") }
+            guard stored.record.kind == .file else {
+                throw ProtocolError(.kindMismatch, "only a file's versions have drafts; item \(id) is a package")
+            }
+            guard versionOwners[version] == nil else {
+                throw ProtocolError(.versionExists, "\(version) is committed already")
+            }
+            let lacking = missing(request.chunks.map(\.hash))
+            guard lacking.isEmpty else {
+                throw ProtocolError(.chunksMissing, "the account has no chunk \(lacking[0])")
+            }
+            var draft = drafts[id].flatMap { $0.version == version ? $0 : nil } ?? (version: version, chunks: [])
+            guard draft.chunks.count == request.from else {
+                throw ProtocolError(
+                    .draftOutOfStep, "the draft of \(version) holds \(draft.chunks.count) chunks, not \(request.from)")
+            }
+            draft.chunks += request.chunks.prefix(max(0, DraftPage.draftLimit - draft.chunks.count))
+            drafts[id] = draft
+            if !request.chunks.isEmpty { draftNews.append((id, version, draft.chunks.count)) }
+            return draft.chunks.count
         }
 
         mutating func commit(_ payload: VersionPayload, now: Date) throws -> ItemResponse {
@@ -519,6 +575,8 @@ extension ServiceWorld {
         /// ``ProtocolError/Code/pathCollision``, before anything changes), tracks versions and the chunks they use,
         /// and appends the changes to the feed.
         private mutating func save(_ item: StoredItem, before: StoredItem?, change: ItemChange) throws -> ItemResponse {
+            // A version committed, or the item deleted, ends the item's draft, as on the real service.
+            if change.version != nil || item.versions.isDeleted { drafts[item.record.id] = nil }
             var record = item.record
             record.currentVersion = item.versions.current
             record.isDeleted = item.versions.isDeleted
@@ -872,6 +930,25 @@ public struct SimulatedSyncService: SyncService {
             var received = try self.received(version)
             if let device { received.savingDevice = device }
             return try answered(try world.commit(received))
+        }
+    }
+
+    public func appendDraft(
+        _ request: DraftAppendRequest, to version: VersionID, of item: ItemID, in container: ContainerID
+    ) async throws -> Int {
+        try await call("draft of \(version) of \(item) from \(request.from)", in: container) {
+            let received = try self.received(request)
+            return try answered(DraftPage(count: try world.appendDraft(received, to: version, of: item), chunks: []))
+                .count
+        }
+    }
+
+    public func draft(of version: VersionID, of item: ItemID, from: Int, in container: ContainerID) async throws
+        -> DraftPage?
+    {
+        try await call("read draft of \(version) of \(item) from \(from)", in: container) {
+            guard let page = world.draft(of: version, of: item, from: from) else { return DraftPage?.none }
+            return try answered(page)
         }
     }
 

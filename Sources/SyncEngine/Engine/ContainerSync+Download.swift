@@ -101,12 +101,13 @@ extension ContainerSync {
 
     private func assemble(_ version: VersionRecord, of item: LocalItem, named name: String) async throws -> URL {
         let temporary = layout.temporary.appendingPathComponent(name)
-        // What a fetch of the version's draft wrote is resumed from, once the fetch has stopped.
-        await stopPrefetch(named: name)
+        // What a fetch of the version's draft wrote in order is taken as it is, once the fetch has stopped.
+        let trusted = await stopPrefetch(named: name)
         // Partial downloads of other versions of this item are of no more use.
         let prefix = "\(item.id.string)."
         for other in (try? disk.contentsOfDirectory(at: layout.temporary)) ?? []
         where other.hasPrefix(prefix) && other != name && other.hasSuffix(Self.partialSuffix) && downloads[other] == nil
+            && !isPrefetched(other)
         {
             try? disk.removeItem(at: layout.temporary.appendingPathComponent(other))
         }
@@ -116,7 +117,8 @@ extension ContainerSync {
         case .file(let chunks):
             // The chunks downloaded are checked by the whole content's hash alone (one pass over the bytes, not two);
             // should it not match, the first chunk that does not is found and the partial file cut there.
-            let hash = try await assemble(chunks, into: temporary, for: item, checkingEachChunk: false)
+            let hash = try await assemble(
+                chunks, into: temporary, for: item, checkingEachChunk: false, trusting: trusted)
             guard hash == version.contentHash else {
                 try? await onDisk { [disk] in try Self.cutAtFirstWrongChunk(chunks, of: temporary, disk: disk) }
                 throw ProtocolError(
@@ -163,20 +165,20 @@ extension ContainerSync {
     /// against its own hash only when `checkingEachChunk` (the caller checks the whole content's hash otherwise).
     /// - Returns: The SHA-256 of the whole file.
     private func assemble(
-        _ chunks: [ChunkReference], into url: URL, for item: LocalItem, checkingEachChunk: Bool
+        _ chunks: [ChunkReference], into url: URL, for item: LocalItem, checkingEachChunk: Bool,
+        trusting trusted: Int64 = 0
     ) async throws -> ChunkHash {
         let opened = UncheckedFile(try disk.openFile(at: url))
         let file = opened.file
         var whole = SHA256()
         var offset: Int64 = 0
         var index = 0
-        // What a previous attempt (or a fetch of the version's draft) wrote: each chunk checked when each is, else
-        // taken as far as the file goes and checked with the rest by the whole content's hash (a mismatch cuts the
-        // file at its first wrong chunk, and the next attempt resumes there).
-        let written = disk.identity(at: url)?.size ?? 0
-        while index < chunks.count, checkingEachChunk || offset + chunks[index].size <= written,
-            let bytes = file.read(at: offset, count: Int(chunks[index].size)),
-            !checkingEachChunk || (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunks[index].hash
+        // What a previous attempt wrote, as far as its chunks check out (it wrote them as they came, so there may be
+        // gaps); the first `trusted` bytes, which a fetch of the version's draft wrote in order, as they are, checked
+        // with the rest by the whole content's hash (a mismatch cuts the file at its first wrong chunk).
+        while index < chunks.count, let bytes = file.read(at: offset, count: Int(chunks[index].size)),
+            (!checkingEachChunk && offset + chunks[index].size <= trusted)
+                || (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunks[index].hash
         {
             whole.update(data: bytes)
             offset += chunks[index].size

@@ -1,56 +1,94 @@
 import Foundation
 import UbiquityProtocol
 
-/// A draft's chunks being fetched ahead of its version's commit.
-struct DraftPrefetch {
-    let task: Task<Void, Never>
-    /// The draft's length as push last told it.
-    let counts: AsyncStream<Int>.Continuation
+/// How far a draft's chunks were fetched into their partial file: the chunks and the bytes written in order from
+/// its start.
+struct DraftProgress: Sendable {
+    var chunks = 0
+    var bytes: Int64 = 0
 }
 
 extension ContainerSync {
-    /// Told by push that the draft of `version` of `item` (a large file's first version, uploaded while it is cut)
-    /// holds `count` chunks: the chunks are fetched ahead of the commit, in order, into the partial file the
-    /// version's download resumes, while the draft stays within what this device downloads as soon as it hears of
-    /// an item (``Configuration/eagerDownloadLimit``). A hint: nothing is recorded, and the download checks every
+    /// Told by push (``ContainerEngine`` hands on ``PushMessage/draft(container:item:version:count:)``) that the
+    /// draft of `version` of `item` (a large file's first version, uploaded while it is cut) holds `count` chunks:
+    /// the chunks are fetched ahead of the commit, in order, into the partial file the version's download resumes,
+    /// as long as the file is one this device downloads as soon as it hears of it (its size, as the draft tells it,
+    /// within ``Configuration/eagerDownloadLimit``). A hint: nothing is recorded, and the download checks every
     /// byte as it always does.
-    func draftGrew(_ item: ItemID, version: VersionID, count: Int) {
+    public func draftGrew(_ item: ItemID, version: VersionID, count: Int) {
         let name = Self.partialName(of: item, version: version, purpose: "download")
-        guard downloads[name] == nil else { return }
-        if let running = prefetches[name] {
-            running.counts.yield(count)
+        guard count > 0, downloads[name] == nil else { return }
+        if prefetching[name] != nil {
+            draftCounts[name] = max(draftCounts[name] ?? 0, count)
             return
         }
+        let progress = prefetched[name] ?? DraftProgress()
+        guard progress.chunks < count else { return }
         // Only for a file this device knows of and does not write itself.
         guard let known = try? state.record(item), known.item.kind == .file, known.observation.local == nil else {
             return
         }
-        let (counts, continuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
-        continuation.yield(count)
+        draftCounts[name] = count
+        prefetched[name] = nil
         let url = layout.temporary.appendingPathComponent(name)
-        let (service, container, requests, disk, limit) = (
-            service, container, chunkRequests, disk, configuration.eagerDownloadLimit
-        )
-        let task = Task<Void, Never>(executorPreference: configuration.taskExecutor) {
-            // A failed fetch leaves what it wrote for the download to resume; the rest comes with the download.
-            _ = try? await Self.prefetch(
-                version, of: item, into: url, counts: counts, service: service, container: container,
-                requests: requests, disk: disk, limit: limit)
+        let (service, container, disk, limit) = (service, container, disk, configuration.eagerDownloadLimit)
+        prefetching[name] = Task(executorPreference: configuration.taskExecutor) { [self] in
+            var progress = progress
+            let keep = await Self.prefetch(
+                version, of: item, into: url, from: &progress, wanted: { await self.draftCounts[name] ?? 0 },
+                service: service, container: container, disk: disk, limit: limit)
+            await prefetchEnded(name, progress: progress, keep: keep)
+            return progress
         }
-        prefetches[name] = DraftPrefetch(task: task, counts: continuation)
     }
 
-    /// Stops the fetch of a draft into the partial file `name` and waits for it to end.
-    func stopPrefetch(named name: String) async {
-        guard let running = prefetches.removeValue(forKey: name) else { return }
-        running.counts.finish()
-        running.task.cancel()
-        await running.task.value
+    /// Records how a draft's fetch that ended by itself left its partial file: kept, with how far it got, for the
+    /// download to resume (or a later push to go on from); or removed (a file this device does not download at once).
+    private func prefetchEnded(_ name: String, progress: DraftProgress, keep: Bool) {
+        guard prefetching.removeValue(forKey: name) != nil else { return }  // stopped: the stopper takes the progress
+        draftCounts[name] = nil
+        if keep, progress.bytes > 0 {
+            prefetched[name] = progress
+        } else {
+            try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
+        }
+    }
+
+    /// Stops the fetch of a draft into the partial file `name`, waits for it to end, and forgets it.
+    /// - Returns: How many bytes of the file it wrote in order from its start (0 when none ran): the prefix a
+    ///   download may take as it is, checked with the rest by the content's hash.
+    @discardableResult
+    func stopPrefetch(named name: String) async -> Int64 {
+        draftCounts[name] = nil
+        if let running = prefetching.removeValue(forKey: name) {
+            running.cancel()
+            return await running.value.bytes
+        }
+        return prefetched.removeValue(forKey: name)?.bytes ?? 0
     }
 
     /// Stops every draft's fetch.
     func stopPrefetches() async {
-        for name in Array(prefetches.keys) { await stopPrefetch(named: name) }
+        for name in Array(prefetching.keys) { await stopPrefetch(named: name) }
+    }
+
+    /// Whether a draft's fetch is running into, or left, the partial file `name`.
+    func isPrefetched(_ name: String) -> Bool { prefetching[name] != nil || prefetched[name] != nil }
+
+    /// Removes the partial files of drafts fetched earlier that the service no longer has (committed as another
+    /// version, replaced by another upload's, deleted with their item, or forgotten), unless the draft's version
+    /// is the item's current one (its download resumes the file).
+    func forgetAbandonedPrefetches() async throws {
+        for (name, progress) in prefetched {
+            let parts = name.split(separator: ".")
+            guard parts.count >= 2, let item = try? ItemID(String(parts[0])),
+                let version = try? VersionID(String(parts[1]))
+            else { continue }
+            if let record = try state.record(item), record.observation.remote?.version == version { continue }
+            if try await service.draft(of: version, of: item, from: progress.chunks, in: container) != nil { continue }
+            guard prefetched.removeValue(forKey: name) != nil else { continue }
+            try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
+        }
     }
 
     /// The name of the partial file in `.ubiquity/tmp/` that a download of `version` of `item` fills and resumes.
@@ -58,46 +96,43 @@ extension ContainerSync {
         "\(item.string).\(version.string).\(purpose)\(partialSuffix)"
     }
 
-    /// Fetches the draft's chunks into `url` in order, a page and a few requests at a time, as long as push tells of
-    /// more, the draft lasts and its bytes stay within `limit`; stops when cancelled.
+    /// Fetches the draft's chunks into `url` in order from `progress` on, a page and a request at a time, until it
+    /// has all `wanted` says (asked again as each page ends), the draft ends, or the file's size as the draft tells
+    /// it passes `limit`; stops when cancelled, keeping what it wrote.
+    /// - Returns: Whether the file is worth keeping (not when the file is larger than `limit`).
     private static func prefetch(
-        _ version: VersionID, of item: ItemID, into url: URL, counts: AsyncStream<Int>, service: any SyncService,
-        container: ContainerID, requests: RequestBatcher<ChunkReference, Data>, disk: any LocalDisk, limit: Int64
-    ) async throws {
-        let file = try disk.openFile(at: url)
-        try file.truncate(to: 0)
-        var have = 0
-        var offset: Int64 = 0
-        for await count in counts {
-            while have < count {
+        _ version: VersionID, of item: ItemID, into url: URL, from progress: inout DraftProgress,
+        wanted: () async -> Int, service: any SyncService, container: ContainerID, disk: any LocalDisk, limit: Int64
+    ) async -> Bool {
+        do {
+            let file = try disk.openFile(at: url)
+            try file.truncate(to: progress.bytes)
+            while progress.chunks < (await wanted()) {
                 try Task.checkCancellation()
-                guard let page = try await service.draft(of: version, of: item, from: have, in: container),
+                guard let page = try await service.draft(of: version, of: item, from: progress.chunks, in: container),
                     !page.chunks.isEmpty
-                else { return }
+                else { return true }
+                if let total = page.total, total > limit { return false }
                 for start in stride(from: 0, to: page.chunks.count, by: prefetchGroup) {
                     let group = Array(page.chunks[start..<min(page.chunks.count, start + prefetchGroup)])
-                    let size = group.reduce(Int64(0)) { $0 + $1.size }
-                    guard offset + size <= limit else { return }
-                    let fetched = try await withThrowingTaskGroup(of: (Int, Data).self) { tasks in
-                        for (index, chunk) in group.enumerated() {
-                            tasks.addTask { (index, try await requests.submit(chunk)) }
-                        }
-                        var fetched = [Data?](repeating: nil, count: group.count)
-                        for try await (index, bytes) in tasks { fetched[index] = bytes }
-                        return fetched
-                    }
+                    guard progress.bytes + group.reduce(0, { $0 + $1.size }) <= limit else { return false }
+                    // Its own requests, not the downloads' shared ones: stopping it fails nothing else.
+                    let fetched = try await service.downloadChunks(group, in: container)
                     try Task.checkCancellation()
-                    for (chunk, bytes) in zip(group, fetched) {
-                        guard let bytes, Int64(bytes.count) == chunk.size else { return }
-                        try file.write(bytes, at: offset)
-                        offset += chunk.size
-                        have += 1
+                    for chunk in group {
+                        guard let bytes = fetched[chunk.hash], Int64(bytes.count) == chunk.size else { return true }
+                        try file.write(bytes, at: progress.bytes)
+                        progress.bytes += chunk.size
+                        progress.chunks += 1
                     }
                 }
             }
+        } catch {
+            // A fetch stopped or failed keeps what it wrote in order; the rest comes later or with the download.
         }
+        return true
     }
 
-    /// How many of a draft's chunks are asked for at once (the downloads' batcher groups them into requests).
+    /// How many of a draft's chunks one request asks for.
     static let prefetchGroup = 64
 }

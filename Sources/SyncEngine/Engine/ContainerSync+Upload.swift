@@ -106,7 +106,9 @@ extension ContainerSync {
         let abandoned = Flag()
         let sender = Task(executorPreference: configuration.taskExecutor) { [self] in
             do {
-                return try await largeUploads.withSlot { try await sendWhileCut(chunks, of: item, version: version) }
+                return try await largeUploads.withSlot {
+                    try await sendWhileCut(chunks, of: item, version: version, size: size)
+                }
             } catch {
                 abandoned.set()
                 throw error
@@ -142,7 +144,7 @@ extension ContainerSync {
     /// the upload.
     /// - Returns: The chunks the service has now.
     private func sendWhileCut(
-        _ chunks: AsyncStream<(ChunkHash, LocalContent.Source)>, of item: LocalItem, version: VersionID
+        _ chunks: AsyncStream<(ChunkHash, LocalContent.Source)>, of item: LocalItem, version: VersionID, size: Int64
     ) async throws -> Set<ChunkHash> {
         let (service, container, disk, smallUploads) = (service, container, disk, smallUploads)
         let window = max(1, Self.transferWindow / 2)
@@ -171,13 +173,16 @@ extension ContainerSync {
             func answered(_ bytes: Int64, _ hashes: [ChunkHash]) {
                 sent.formUnion(hashes)
                 advanceTransfer(of: item, by: bytes)
-                var held = drafted
-                while held < order.count, held - drafted < DraftPage.pageLimit, sent.contains(order[held].hash) {
-                    held += 1
+                while true {
+                    var held = drafted
+                    while held < order.count, held - drafted < DraftPage.pageLimit, sent.contains(order[held].hash) {
+                        held += 1
+                    }
+                    guard held > drafted else { return }
+                    drafter.yield(
+                        DraftAppendRequest(from: drafted, chunks: Array(order[drafted..<held]), total: size))
+                    drafted = held
                 }
-                guard held > drafted else { return }
-                drafter.yield(DraftAppendRequest(from: drafted, chunks: Array(order[drafted..<held])))
-                drafted = held
             }
             func start() async throws {
                 let work = batch

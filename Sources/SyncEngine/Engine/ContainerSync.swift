@@ -94,8 +94,12 @@ public actor ContainerSync {
     /// first instead of writing the same file.
     var downloads: [String: Task<URL, any Error>] = [:]
     /// Drafts of versions still being uploaded that are fetched ahead of their commit, by the name of the partial
-    /// file their download will resume (see ``draftGrew(_:version:count:)``).
-    var prefetches: [String: DraftPrefetch] = [:]
+    /// file their download will resume (see ``draftGrew(_:version:count:)``), with how far each got.
+    var prefetching: [String: Task<DraftProgress, Never>] = [:]
+    /// The drafts' lengths as push last told them, for the fetches running.
+    var draftCounts: [String: Int] = [:]
+    /// The partial files drafts' fetches that ended by themselves left, with how far each got.
+    var prefetched: [String: DraftProgress] = [:]
     /// The last round asked for; the next waits for it.
     var round: Task<Void, any Error>?
     /// Whether a ``ContainerEngine`` drives this sync.
@@ -165,6 +169,7 @@ public actor ContainerSync {
                 try await self.observeRemoteChanges()
                 try await self.settle()
                 try await self.clearStalePartials()
+                try await self.forgetAbandonedPrefetches()
                 try await self.syncKeyValues()
                 self.hub.send(.roundEnded(failure: nil))
             } catch {
@@ -209,7 +214,7 @@ public actor ContainerSync {
     func clearStalePartials() throws {
         let suffix = ".download" + Self.partialSuffix
         for name in (try? disk.contentsOfDirectory(at: layout.temporary)) ?? []
-        where name.hasSuffix(suffix) && downloads[name] == nil && prefetches[name] == nil {
+        where name.hasSuffix(suffix) && downloads[name] == nil && !isPrefetched(name) {
             let parts = name.dropLast(suffix.count).split(separator: ".")
             let id = parts.first.flatMap { try? ItemID(String($0)) }
             let version = parts.dropFirst().first.map(String.init)

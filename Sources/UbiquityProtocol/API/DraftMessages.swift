@@ -10,11 +10,15 @@ public struct DraftAppendRequest: Hashable, Sendable, Codable {
     public var from: Int
     /// The chunks that follow, in the content's order.
     public var chunks: [ChunkReference]
+    /// The content's length as its file measured when the upload began, when known: a device that would not
+    /// download a file of that size at once leaves the draft alone.
+    public var total: Int64?
 
     /// Creates a request.
-    public init(from: Int, chunks: [ChunkReference]) {
+    public init(from: Int, chunks: [ChunkReference], total: Int64? = nil) {
         self.from = from
         self.chunks = chunks
+        self.total = total
     }
 }
 
@@ -30,10 +34,13 @@ public struct DraftPage: Hashable, Sendable, Codable {
     public var count: Int
     /// The chunks from the asked position on.
     public var chunks: [ChunkReference]
+    /// The content's length as the uploading device last told it, when it did.
+    public var total: Int64?
 
     /// Creates a page.
-    public init(count: Int, chunks: [ChunkReference]) {
+    public init(count: Int, chunks: [ChunkReference], total: Int64? = nil) {
         self.count = count
         self.chunks = chunks
+        self.total = total
     }
 }

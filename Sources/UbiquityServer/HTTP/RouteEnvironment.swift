@@ -53,7 +53,7 @@ struct RouteEnvironment: Sendable {
     /// Counts a change to a container and tells its subscribers where its feed now is.
     func announce(_ response: ItemResponse, in container: ContainerKey, count: Int = 1) {
         metrics.commits.increment(by: Int64(count))
-        if response.version != nil { drafts.end(response.item.id, in: container) }
+        if response.version != nil || response.item.isDeleted { drafts.end(response.item.id, in: container) }
         hub.publish(.changed(container: container.container, token: response.token), to: container)
     }
 

@@ -161,9 +161,11 @@ enum OpenAPISchemas {
                 ["item": ref("ItemRecord"), "versions": array(ref("VersionPayload"))], required: ["item", "versions"]),
             "MissingChunksRequest": object(["chunks": array(ref("ChunkReference"))], required: ["chunks"]),
             "DraftAppendRequest": object(
-                ["from": integer, "chunks": array(ref("ChunkReference"))], required: ["from", "chunks"]),
+                ["from": integer, "chunks": array(ref("ChunkReference")), "total": integer],
+                required: ["from", "chunks"]),
             "DraftPage": object(
-                ["count": integer, "chunks": array(ref("ChunkReference"))], required: ["count", "chunks"]),
+                ["count": integer, "chunks": array(ref("ChunkReference")), "total": integer],
+                required: ["count", "chunks"]),
             "MissingChunksResponse": object(["missing": array(hash)], required: ["missing"]),
             "ChunkBatchResponse": object(["received": integer], required: ["received"]),
             "ChunkFetchRequest": object(

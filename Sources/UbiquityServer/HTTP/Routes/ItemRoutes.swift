@@ -33,7 +33,9 @@ extension RouteEnvironment {
             }
             let results = try await store.applyItemBatch(operations, in: container)
             let applied = results.compactMap { try? $0.get() }
-            for response in applied where response.version != nil { drafts.end(response.item.id, in: container) }
+            for response in applied where response.version != nil || response.item.isDeleted {
+                drafts.end(response.item.id, in: container)
+            }
             if let last = applied.last { announce(last, in: container, count: applied.count) }
             return try json(
                 ItemBatchResponse(

@@ -74,7 +74,15 @@ final class ChunkPacks: Sendable {
                     """)
         }
         migrator.registerMigration("v2-sealed-packs") { db in
-            try db.execute(sql: "CREATE TABLE sealed_pack (number INTEGER PRIMARY KEY)")
+            try db.execute(
+                sql: """
+                    CREATE TABLE sealed_pack (number INTEGER PRIMARY KEY);
+                    CREATE TABLE failed_pack (number INTEGER PRIMARY KEY)
+                    """)
+            // Packs from before records had headers were indexed with every commit flushed: sealed already.
+            for number in try PackFile.numbers(in: folder) {
+                try db.execute(sql: "INSERT INTO sealed_pack (number) VALUES (?)", arguments: [number])
+            }
         }
         try migrator.migrate(index)
         try recoverUnsealedPacks()
@@ -128,6 +136,9 @@ final class ChunkPacks: Sendable {
             try pack.flush(through: pack.finishedWriting())
         } catch {
             pack.fail()
+            // Recorded before the refusal is answered: what the failed flush left in the page cache is never read as
+            // records at a later opening (the kernel reports a failed writeback once, so a flush then would pass).
+            try? markFailed(pack.number)
             throw error
         }
         let indexed = try index.write { db in
@@ -191,6 +202,17 @@ final class ChunkPacks: Sendable {
         }
     }
 
+    private func markFailed(_ number: Int64) throws {
+        try index.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            defer { try? db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            try db.inTransaction {
+                try db.execute(sql: "INSERT OR IGNORE INTO failed_pack (number) VALUES (?)", arguments: [number])
+                return .commit
+            }
+        }
+    }
+
     // MARK: - Opening after a crash
 
     /// Reads each pack neither sealed nor being filled by a live process, indexes the whole records the index
@@ -199,9 +221,19 @@ final class ChunkPacks: Sendable {
     private func recoverUnsealedPacks() throws {
         let lock = try PackFile.lockCreation(in: folder)
         defer { close(lock) }
-        let sealed = Set(try index.read { db in try Int64.fetchAll(db, sql: "SELECT number FROM sealed_pack") })
+        let (sealed, failed) = try index.read { db in
+            (
+                Set(try Int64.fetchAll(db, sql: "SELECT number FROM sealed_pack")),
+                Set(try Int64.fetchAll(db, sql: "SELECT number FROM failed_pack"))
+            )
+        }
         for number in try PackFile.numbers(in: folder) where !sealed.contains(number) {
             guard let pack = try PackFile.openAbandoned(url(ofPack: number), number: number) else { continue }
+            // A pack a write or flush failed on keeps only what was indexed before.
+            if failed.contains(number) {
+                try seal(number: number)
+                continue
+            }
             let found = try pack.records(skippingIndexed: { account, hash in
                 try index.read { db in
                     try Bool.fetchOne(
