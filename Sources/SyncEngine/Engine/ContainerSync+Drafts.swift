@@ -34,24 +34,38 @@ extension ContainerSync {
         let (service, container, disk, limit) = (service, container, disk, configuration.eagerDownloadLimit)
         prefetching[name] = Task(executorPreference: configuration.taskExecutor) { [self] in
             var progress = progress
-            let keep = await Self.prefetch(
+            let ending = await Self.prefetch(
                 version, of: item, into: url, from: &progress, wanted: { await self.draftCounts[name] ?? 0 },
                 service: service, container: container, disk: disk, limit: limit)
-            await prefetchEnded(name, progress: progress, keep: keep)
+            await prefetchEnded(name, of: item, version: version, progress: progress, ending: ending)
             return progress
         }
     }
 
     /// Records how a draft's fetch that ended by itself left its partial file: kept, with how far it got, for the
     /// download to resume (or a later push to go on from); or removed (a file this device does not download at once).
-    private func prefetchEnded(_ name: String, progress: DraftProgress, keep: Bool) {
+    /// A push that came after the fetch last asked how far to go starts it again from there.
+    private func prefetchEnded(
+        _ name: String, of item: ItemID, version: VersionID, progress: DraftProgress, ending: PrefetchEnding
+    ) {
         guard prefetching.removeValue(forKey: name) != nil else { return }  // stopped: the stopper takes the progress
-        draftCounts[name] = nil
-        if keep, progress.bytes > 0 {
-            prefetched[name] = progress
-        } else {
+        let told = draftCounts.removeValue(forKey: name) ?? 0
+        guard ending != .tooLarge, progress.bytes > 0 else {
             try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
+            return
         }
+        prefetched[name] = progress
+        if ending == .caughtUp, told > progress.chunks { draftGrew(item, version: version, count: told) }
+    }
+
+    /// Why a draft's fetch ended by itself.
+    enum PrefetchEnding {
+        /// It had all push had told of when it last asked.
+        case caughtUp
+        /// The draft is gone (committed, replaced, forgotten), or a request failed.
+        case draftEnded
+        /// The file is larger than this device downloads at once.
+        case tooLarge
     }
 
     /// Stops the fetch of a draft into the partial file `name`, waits for it to end, and forgets it.
@@ -99,11 +113,11 @@ extension ContainerSync {
     /// Fetches the draft's chunks into `url` in order from `progress` on, a page and a request at a time, until it
     /// has all `wanted` says (asked again as each page ends), the draft ends, or the file's size as the draft tells
     /// it passes `limit`; stops when cancelled, keeping what it wrote.
-    /// - Returns: Whether the file is worth keeping (not when the file is larger than `limit`).
+    /// - Returns: Why it ended.
     private static func prefetch(
         _ version: VersionID, of item: ItemID, into url: URL, from progress: inout DraftProgress,
         wanted: () async -> Int, service: any SyncService, container: ContainerID, disk: any LocalDisk, limit: Int64
-    ) async -> Bool {
+    ) async -> PrefetchEnding {
         do {
             let file = try disk.openFile(at: url)
             try file.truncate(to: progress.bytes)
@@ -111,16 +125,18 @@ extension ContainerSync {
                 try Task.checkCancellation()
                 guard let page = try await service.draft(of: version, of: item, from: progress.chunks, in: container),
                     !page.chunks.isEmpty
-                else { return true }
-                if let total = page.total, total > limit { return false }
+                else { return .draftEnded }
+                if let total = page.total, total > limit { return .tooLarge }
                 for start in stride(from: 0, to: page.chunks.count, by: prefetchGroup) {
                     let group = Array(page.chunks[start..<min(page.chunks.count, start + prefetchGroup)])
-                    guard progress.bytes + group.reduce(0, { $0 + $1.size }) <= limit else { return false }
+                    guard progress.bytes + group.reduce(0, { $0 + $1.size }) <= limit else { return .tooLarge }
                     // Its own requests, not the downloads' shared ones: stopping it fails nothing else.
                     let fetched = try await service.downloadChunks(group, in: container)
                     try Task.checkCancellation()
                     for chunk in group {
-                        guard let bytes = fetched[chunk.hash], Int64(bytes.count) == chunk.size else { return true }
+                        guard let bytes = fetched[chunk.hash], Int64(bytes.count) == chunk.size else {
+                            return .draftEnded
+                        }
                         try file.write(bytes, at: progress.bytes)
                         progress.bytes += chunk.size
                         progress.chunks += 1
@@ -128,9 +144,10 @@ extension ContainerSync {
                 }
             }
         } catch {
-            // A fetch stopped or failed keeps what it wrote in order; the rest comes later or with the download.
+            // A fetch stopped or failed keeps what it wrote in order; the rest comes with the download.
+            return .draftEnded
         }
-        return true
+        return .caughtUp
     }
 
     /// How many of a draft's chunks one request asks for.
