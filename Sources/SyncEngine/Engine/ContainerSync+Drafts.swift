@@ -32,11 +32,17 @@ extension ContainerSync {
         prefetched[name] = nil
         let url = layout.temporary.appendingPathComponent(name)
         let (service, container, disk, limit) = (service, container, disk, configuration.eagerDownloadLimit)
+        let path = known.item.path
         prefetching[name] = Task(executorPreference: configuration.taskExecutor) { [self] in
             var progress = progress
+            // Told as the item's download: the content is on its way here, before its commit as after.
             let ending = await Self.prefetch(
                 version, of: item, into: url, from: &progress, wanted: { await self.draftCounts[name] ?? 0 },
-                service: service, container: container, disk: disk, limit: limit)
+                service: service, container: container, disk: disk, limit: limit
+            ) { done, total in
+                self.reportTransfer(
+                    ItemTransfer(direction: .download, completed: done, total: total), of: item, at: path)
+            }
             await prefetchEnded(name, of: item, version: version, progress: progress, ending: ending)
             return progress
         }
@@ -49,6 +55,9 @@ extension ContainerSync {
         _ name: String, of item: ItemID, version: VersionID, progress: DraftProgress, ending: PrefetchEnding
     ) {
         guard prefetching.removeValue(forKey: name) != nil else { return }  // stopped: the stopper takes the progress
+        if downloads.isEmpty || !downloads.keys.contains(where: { $0.hasPrefix(item.string) }) {
+            reportTransfer(nil, of: item, at: nil)
+        }
         let told = draftCounts.removeValue(forKey: name) ?? 0
         guard ending != .tooLarge, progress.bytes > 0 else {
             try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
@@ -66,6 +75,13 @@ extension ContainerSync {
         case draftEnded
         /// The file is larger than this device downloads at once.
         case tooLarge
+    }
+
+    /// Records and tells an item's transfer (as ``setTransfer(_:of:)``, from any task).
+    nonisolated func reportTransfer(_ transfer: ItemTransfer?, of item: ItemID, at path: ItemPath?) {
+        let path = path ?? (try? state.record(item))?.item.path
+        transfers.withLock { $0[item] = transfer }
+        if let path { hub.send(.progress(item, path, transfer)) }
     }
 
     /// Stops the fetch of a draft into the partial file `name`, waits for it to end, and forgets it.
@@ -112,11 +128,13 @@ extension ContainerSync {
 
     /// Fetches the draft's chunks into `url` in order from `progress` on, a page and a request at a time, until it
     /// has all `wanted` says (asked again as each page ends), the draft ends, or the file's size as the draft tells
-    /// it passes `limit`; stops when cancelled, keeping what it wrote.
+    /// it passes `limit`; stops when cancelled, keeping what it wrote. Tells `progressed` the bytes written and the
+    /// file's size (as the draft tells it) after each request.
     /// - Returns: Why it ended.
     private static func prefetch(
         _ version: VersionID, of item: ItemID, into url: URL, from progress: inout DraftProgress,
-        wanted: () async -> Int, service: any SyncService, container: ContainerID, disk: any LocalDisk, limit: Int64
+        wanted: () async -> Int, service: any SyncService, container: ContainerID, disk: any LocalDisk, limit: Int64,
+        progressed: (_ done: Int64, _ total: Int64) -> Void
     ) async -> PrefetchEnding {
         do {
             let file = try disk.openFile(at: url)
@@ -141,6 +159,7 @@ extension ContainerSync {
                         progress.bytes += chunk.size
                         progress.chunks += 1
                     }
+                    progressed(progress.bytes, max(page.total ?? 0, progress.bytes))
                 }
             }
         } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import SyncSimulation
 import Testing
 
 @testable import RecordStore
@@ -9,7 +10,7 @@ import Testing
 struct ObjectRegistryTests {
     @Test("random registrations, replacements and removals answer as a dictionary", arguments: 0..<40)
     func againstDictionary(seed: UInt64) throws {
-        var random = SplitMix(seed: seed)
+        var random = SeededGenerator(seed: seed)
         let entity = EntityDescription(name: "Item")
         // A pool of ids to draw from, small enough to be drawn again; some share all but their last byte, some their
         // UUID but not their entity or temporariness (different ids all the same).
@@ -55,20 +56,5 @@ struct ObjectRegistryTests {
             }
         }
         #expect(Set(registry.values.map(ObjectIdentifier.init)) == Set(model.values.map(ObjectIdentifier.init)))
-    }
-}
-
-/// A small seeded generator, so that a failing seed repeats.
-private struct SplitMix {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -37,13 +37,49 @@ struct DraftPrefetchTests {
         // The record goes first: the desktop hears of the item before any content.
         let item = ItemID()
         let path = try ItemPath("Documents/Film.mov")
-        _ = try await laptop.createItem(CreateItemRequest(id: item, path: path, kind: .file), in: Self.container)
-        #expect(try await Self.until { try await desktop.item(at: path) != nil }, "the desktop knows the item")
-
-        // The chunks go up, and the draft names them in order (one twice, as content may).
         var random = SystemRandomNumberGenerator()
         let pieces = (0..<24).map { _ in (0..<65_536).map { _ in UInt8.random(in: 0...255, using: &random) } }
+        // The draft names the chunks in order, one twice, as content may.
         let order = pieces + [pieces[3]]
+        let content = order.flatMap { $0 }
+        let contentHash = try ChunkHash(digest: SHA256.hash(data: content))
+        let size = Int64(content.count)
+        // What the desktop tells, in order: it knows the item; the draft's chunks are all here (told as the item's
+        // download); the committed version is in place.
+        let (milestones, reached) = AsyncStream.makeStream(of: String.self)
+        let events = desktop.events()
+        let watcher = Task {
+            var stage = 0
+            for await event in events {
+                switch event {
+                case .itemChanged(let local) where stage == 0 && local.path == path:
+                    stage = 1
+                    reached.yield("known")
+                case .progress(let id, _, let transfer?) where stage == 1 && id == item && transfer.completed == size:
+                    stage = 2
+                    reached.yield("fetched")
+                case .itemChanged(let local)
+                where stage == 2 && local.path == path && !local.isPlaceholder && local.contentHash == contentHash:
+                    reached.yield("placed")
+                    reached.finish()
+                    return
+                default: break
+                }
+            }
+            reached.finish()
+        }
+        // A bound, not a wait: the test awaits the desktop's events; should they never come, this ends the watcher
+        // and the test fails on what it saw.
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(120))
+            watcher.cancel()
+        }
+        defer { deadline.cancel() }
+        var stages = milestones.makeAsyncIterator()
+
+        _ = try await laptop.createItem(CreateItemRequest(id: item, path: path, kind: .file), in: Self.container)
+        #expect(await stages.next() == "known", "the desktop knows the item")
+
         let references = try order.map {
             ChunkReference(hash: try ChunkHash(digest: SHA256.hash(data: $0)), size: Int64($0.count))
         }
@@ -53,32 +89,27 @@ struct DraftPrefetchTests {
                 in: Self.container)
         }
         let version = VersionID()
-        let content = order.flatMap { $0 }
         #expect(
             try await laptop.appendDraft(
-                DraftAppendRequest(from: 0, chunks: Array(references[..<10])), to: version, of: item,
+                DraftAppendRequest(from: 0, chunks: Array(references[..<10]), total: size), to: version, of: item,
                 in: Self.container) == 10)
         #expect(
             try await laptop.appendDraft(
-                DraftAppendRequest(from: 10, chunks: Array(references[10...])), to: version, of: item,
+                DraftAppendRequest(from: 10, chunks: Array(references[10...]), total: size), to: version, of: item,
                 in: Self.container) == references.count)
+        #expect(await stages.next() == "fetched", "the desktop fetched the whole draft before the commit")
         let partial = desktop.layout.temporary.appendingPathComponent(
             "\(item.string).\(version.string).download.partial")
-        #expect(
-            try await Self.until { Self.size(of: partial) == Int64(content.count) },
-            "the desktop fetched the whole draft before the commit")
+        #expect(Self.size(of: partial) == size)
 
         let served = service.figure("ubiquity_chunk_bytes_out_total")
         #expect(served >= content.count - pieces[3].count)
         let record = VersionRecord(
-            id: version, itemID: item, manifest: .file(references),
-            contentHash: try ChunkHash(digest: SHA256.hash(data: content)), modificationDate: Date(),
+            id: version, itemID: item, manifest: .file(references), contentHash: contentHash, modificationDate: Date(),
             savingDevice: SavingDevice(id: DeviceID(), name: "laptop"))
         _ = try await laptop.commit(VersionPayload(record), in: Self.container)
-        let placed = desktop.layout.url(of: path)
-        #expect(
-            try await Self.until { (try? Data(contentsOf: placed)) == Data(content) },
-            "the committed version is in place on the desktop")
+        #expect(await stages.next() == "placed", "the committed version is in place on the desktop")
+        #expect((try? Data(contentsOf: desktop.layout.url(of: path))) == Data(content))
         #expect(
             service.figure("ubiquity_chunk_bytes_out_total") == served,
             "placing the committed version downloaded no chunk again")
@@ -89,15 +120,5 @@ struct DraftPrefetchTests {
 
     static func size(of url: URL) -> Int64? {
         (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value
-    }
-
-    /// Waits (up to a minute) until `condition` holds; returns whether it did.
-    static func until(_ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
     }
 }
