@@ -267,7 +267,8 @@ extension StoreAccess {
         let table = try schema.table(entity)
         let condition = filter.map { " AND \($0.condition)" } ?? ""
         let statement = try db.cachedStatement(
-            sql: "SELECT id, \(table.snapshotColumns) FROM \(table.name) WHERE _live = 1\(condition)")
+            sql: "SELECT id, \(table.fetchColumns) FROM \(table.name) WHERE _live = 1\(condition)")
+        let stampsStatement = try db.cachedStatement(sql: "SELECT _stamps FROM \(table.name) WHERE id = ?")
         // The rows' values in one buffer the snapshots share, and their ids.
         var uuids: [UUID] = []
         var values: [RecordValue] = []
@@ -279,7 +280,15 @@ extension StoreAccess {
                 throw RecordStoreError(.storeFailed, "a row of \(entity) has an id that is not 16 bytes")
             }
             uuids.append(uuid)
-            try table.appendValues(from: row, offset: 1, external: external, to: &values)
+            try table.appendValues(from: row, offset: 1, external: external, to: &values) {
+                () throws(RecordStoreError) -> Data in
+                do {
+                    return try Data.fetchOne(stampsStatement, arguments: [uuid.data]) ?? Data()
+                } catch {
+                    throw RecordStoreError(
+                        .storeFailed, "the stamps of \(entity) \(uuid) cannot be read", underlying: error)
+                }
+            }
         }
         return FetchedRows(
             entity: entity, uuids: uuids, layout: table.layout, rows: SnapshotRows(layout: table.layout, values: values)
