@@ -13,7 +13,7 @@ import UbiquityProtocol
 ///
 /// ```swift
 /// let service = try UbiquityService(configuration: ServerConfiguration(dataDirectory: dataURL))
-/// try await service.makeApplication().runService()   // until SIGINT or SIGTERM
+/// try await UbiquityService.run(service.makeApplication(), logger: logger)   // until SIGINT or SIGTERM
 /// ```
 public struct UbiquityService: Sendable {
     /// The configuration it runs with.
@@ -122,6 +122,25 @@ public struct UbiquityService: Sendable {
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "ubiquity"),
             onServerRunning: onServerRunning, logger: logger)
+    }
+
+    /// How long a stopping service lets requests under way finish (``run(_:logger:gracePeriod:)``).
+    public static let shutdownGracePeriod: Duration = .seconds(8)
+
+    /// Runs `application` until SIGTERM or SIGINT, then stops it for a rolling restart: no new connection is
+    /// accepted, idle connections are closed, push connections are closed (devices reconnect, to another node
+    /// behind the same address, and catch up from the feed), and each request under way may finish within
+    /// `gracePeriod`. What is still running then — a client trickling an upload's body, say — is cancelled and its
+    /// connection closed, so the process ends within about the grace period whatever its clients do; a device
+    /// whose request was cut sends it again, and nothing it was not told was committed is.
+    public static func run(
+        _ application: some Service, logger: Logger, gracePeriod: Duration = shutdownGracePeriod
+    ) async throws {
+        var configuration = ServiceGroupConfiguration(
+            services: [.init(service: application)], gracefulShutdownSignals: [.sigterm, .sigint],
+            cancellationSignals: [], logger: logger)
+        configuration.maximumGracefulShutdownDuration = gracePeriod
+        try await ServiceGroup(configuration: configuration).run()
     }
 
     /// Makes an account from the operator's command line (`ubiquity server add-user`).

@@ -47,6 +47,9 @@ extension ServerCommand {
         @Option(help: "Days old versions are kept.") var retentionDays: Double = 30
         @Option(help: "Old versions kept per item.") var retentionCount = 50
         @Option(help: "Log level (trace, debug, info, notice, warning, error, critical).") var logLevel = "info"
+        @Option(
+            help: "Seconds a stopping server (SIGTERM) lets requests under way finish before it cuts them (0 to 600).")
+        var shutdownGrace = 8
 
         func validate() throws {
             guard (tlsCertificate == nil) == (tlsKey == nil) else {
@@ -54,6 +57,7 @@ extension ServerCommand {
             }
             guard (4...31).contains(bcryptCost) else { throw ValidationError("--bcrypt-cost is 4 to 31") }
             guard (0...65_535).contains(port) else { throw ValidationError("--port is 0 to 65535") }
+            guard (0...600).contains(shutdownGrace) else { throw ValidationError("--shutdown-grace is 0 to 600") }
         }
 
         func run() async throws {
@@ -76,7 +80,7 @@ extension ServerCommand {
                 FileHandle.standardOutput.write(
                     Data("ubiquity server listening on \(address):\(port) (data: \(data))\n".utf8))
             }
-            try await application.runService()
+            try await UbiquityService.run(application, logger: logger, gracePeriod: .seconds(shutdownGrace))
         }
     }
 

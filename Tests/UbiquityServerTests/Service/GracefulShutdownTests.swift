@@ -64,4 +64,90 @@ struct GracefulShutdownTests {
         var byte: UInt8 = 0
         #expect(read(socket, &byte, 1) <= 0)
     }
+
+    /// A rolling restart needs a node told to stop to end soon whatever its clients do. Before, a client in the middle
+    /// of a request (here one trickling an upload's body) kept `ubiquity server` running for as long as it kept
+    /// sending; now the request is cut once the grace period is over and the process exits.
+    @Test(
+        "SIGTERM ends the server after its grace period although a client is still sending a request",
+        .timeLimit(.minutes(1)))
+    func stopsAlthoughARequestIsUnderWay() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-stop-test-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (server, port) = try await ServerProcess.startServer(
+            [
+                "--data", root.appendingPathComponent("data").path, "--port", "0", "--bcrypt-cost", "4",
+                "--open-registration", "--shutdown-grace", "1", "--log-level", "critical",
+            ],
+            logs: root.appendingPathComponent("logs"), name: "server")
+        defer { server.killAndWait() }
+
+        let socket = try Self.openConnection(port: port)
+        defer { close(socket) }
+        // A first request answered on the connection, so the server is serving it (not an unused one, closed at once).
+        try #require(Self.send("GET /health HTTP/1.1\r\nHost: test\r\n\r\n", socket))
+        var answer: [UInt8] = []
+        while !String(decoding: answer, as: UTF8.self).contains("\r\n\r\n") {
+            var byte: UInt8 = 0
+            guard read(socket, &byte, 1) == 1 else { break }
+            answer.append(byte)
+        }
+        #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200"))
+        // Then a request whose body is announced at 100,000 bytes and comes a byte at a time, for as long as the
+        // server takes it.
+        try #require(
+            Self.send("POST /v1/accounts HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n", socket))
+        try #require(Self.send("Content-Length: 100000\r\n\r\n{", socket))
+        let (sending, sends) = AsyncStream.makeStream(of: Int.self)
+        let trickle = Task.detached {
+            var sent = 0
+            while Self.send(" ", socket) {
+                sent += 1
+                sends.yield(sent)
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            sends.finish()
+            return sent
+        }
+        // The server is told to stop while the body is still coming.
+        for await sent in sending where sent == 3 { break }
+        #expect(server.isRunning)
+        #expect(kill(server.pid, SIGTERM) == 0)
+
+        let ended = await Task.detached { server.waitForExit(timeout: 50) }.value
+        #expect(ended, "the server still runs while a client sends its request")
+        if ended {
+            #expect(server.terminationStatus == 0, "a stop by SIGTERM is a clean exit: \(server.errors)")
+        } else {
+            server.killAndWait()  // which ends the trickle
+        }
+        // The trickling client found its connection closed by the server.
+        let sent = await trickle.value
+        #expect(sent > 0)
+    }
+
+    private static func openConnection(port: Int) throws -> Int32 {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(socket >= 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        if connected != 0 { close(socket) }
+        try #require(connected == 0, "connected to the service")
+        return socket
+    }
+
+    /// Sends `text` whole; `false` once the connection is closed (no SIGPIPE).
+    private static func send(_ text: String, _ socket: Int32) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            == bytes.count
+    }
 }
