@@ -94,7 +94,7 @@ public struct PushClient: Sendable {
                     }
                 }
             } catch {
-                reason = "\(error)"
+                reason = "\(ServiceUnreachableError(error, url: baseURL) ?? error)"
             }
             if Task.isCancelled { break }
             if subscribed.isSet { backoff = initialBackoff }

@@ -7,7 +7,7 @@ import UbiquityProtocol
 /// A typed client of the sync service's API (`/v1`), as one signed-in device uses it.
 ///
 /// Every call either returns the decoded answer or throws: a ``ProtocolError`` when the service refused the request
-/// (with the service's stable code), or the transport's error when the service could not be reached — which the
+/// (with the service's stable code), or ``ServiceUnreachableError`` when the service could not be reached — which the
 /// engine treats as "offline" and retries later.
 ///
 /// ```swift
@@ -68,7 +68,9 @@ public struct ServiceClient: Sendable {
         _ method: HTTPMethod, _ path: String, body: ByteBuffer? = nil, limit: Int = 64 << 20
     ) async throws -> ByteBuffer {
         let response = try await execute(method, path, body: body)
-        let bytes = try await response.body.collect(upTo: limit)
+        let bytes = try await ServiceUnreachableError.wrapping(url: baseURL) {
+            try await response.body.collect(upTo: limit)
+        }
         try Self.check(response.status, bytes)
         return bytes
     }
@@ -97,7 +99,9 @@ public struct ServiceClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(body)
         }
-        return try await http.execute(request, timeout: timeout)
+        return try await ServiceUnreachableError.wrapping(url: baseURL) {
+            try await http.execute(request, timeout: timeout)
+        }
     }
 
     /// Throws the service's error for an unsuccessful answer.

@@ -5,6 +5,10 @@ import Testing
 import UbiquityProtocol
 import UbiquityTestSupport
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `ubiquity login`, `sync --once`, `ls` and `download`, run as a user would: the real executable, two device
 /// profiles on one machine, a live service.
 @Suite("ubiquity login, sync, ls and download")
@@ -180,6 +184,51 @@ struct DeviceCommandTests {
         #expect(try await running.item(at: path)?.isPlaceholder == true)
         await running.close()
         await service.remove()
+    }
+
+    @Test("A command that cannot reach the service says so plainly: its address and why")
+    func unreachableServiceIsSaidPlainly() async throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-cli-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        // A port bound and not listening: connecting to it is refused for as long as the socket is held.
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(socket >= 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
+            }
+        }
+        try #require(bound)
+        let refused = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+
+        let login = try await ubiquity(
+            ["login", "--server", refused, "--account", "ada", "--device", "laptop"], input: "correct horse\n",
+            home: home)
+        #expect(login.status != 0)
+        #expect(login.output.contains("cannot reach the service at \(refused): connection refused"), "\(login.output)")
+
+        // Signed in while the service ran; then the profile names the refusing address (a service moved away): a
+        // sync round says the same.
+        let service = try await LocalService.start()
+        _ = try await ServiceClient(baseURL: service.baseURL).register(name: "ada", password: "correct horse")
+        let signedIn = try await ubiquity(
+            ["login", "--server", service.baseURL, "--account", "ada", "--device", "laptop"], input: "correct horse\n",
+            home: home)
+        #expect(signedIn.status == 0, "login: \(signedIn.output)")
+        await service.remove()
+        let profile = home.appendingPathComponent("config/ubiquity/device.json")
+        var fields = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: profile)) as? [String: Any])
+        fields["server"] = refused
+        try JSONSerialization.data(withJSONObject: fields).write(to: profile)
+        let sync = try await ubiquity(["sync", "--container", "TEAM.com.example.grocery", "--once"], home: home)
+        #expect(sync.status != 0)
+        #expect(sync.output.contains("cannot reach the service at \(refused): connection refused"), "\(sync.output)")
     }
 
     /// Starts the built `ubiquity` with `arguments` in the background, in the test's own config and data folders.
