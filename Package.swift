@@ -95,6 +95,7 @@ let package = Package(
             name: "UbiquityServer",
             dependencies: [
                 "UbiquityProtocol",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -14,7 +14,7 @@ struct StorageContractTests {
 
     @Test(
         "accounts: found by name however it is cased or normalised; a name taken in another case is refused",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func accounts(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let store = storage.metadata
@@ -50,7 +50,7 @@ struct StorageContractTests {
 
     @Test(
         "device tokens: found by secret hash, listed oldest first per account, revoked only by their own account",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func deviceTokens(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let store = storage.metadata
@@ -97,7 +97,7 @@ struct StorageContractTests {
 
     @Test(
         "chunk records: missing chunks once each in order, each chunk counted once, the quota refuses and keeps usage",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func chunkRecordsAndQuota(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let store = storage.metadata
@@ -185,7 +185,7 @@ struct StorageContractTests {
 
     @Test(
         "chunk bytes: stored only under their own hash, readable byte for byte, by their own account only",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func chunkUploads(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let chunks = storage.chunks
@@ -239,12 +239,12 @@ struct StorageContractTests {
 
     @Test(
         "chunk bytes: what an interrupted upload left behind is removed at start-up; finished chunks stay",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func abandonedUploads(driver: StorageDriverKind) async throws {
         try await withTemporaryDirectory { directory in
             let ada = AccountID()
             let kept = Array("kept".utf8)
-            let before = try driver.makeStores(in: directory)
+            let before = try await driver.makeStores(in: directory)
             let finished = try await before.chunks.beginUpload(for: ada)
             try kept.withUnsafeBytes { try finished.write($0) }
             try await finished.finish(expecting: Fixtures.sha256(kept))
@@ -254,7 +254,7 @@ struct StorageContractTests {
             try Array(repeating: UInt8(7), count: 2 << 20).withUnsafeBytes { try interrupted.write($0) }
             #expect(try before.unfinishedUploads() == 1)
 
-            let restarted = try driver.makeStores(in: directory)
+            let restarted = try await driver.makeStores(in: directory)
             try await restarted.chunks.removeAbandonedUploads()
             #expect(try restarted.unfinishedUploads() == 0)
             #expect(try await restarted.chunks.contains(Fixtures.sha256(kept), of: ada))
@@ -267,7 +267,7 @@ struct StorageContractTests {
 
     @Test(
         "items: a new item with its first version is current, and the feed tells of the item, the version and the change",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func createAndCommit(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let scene = try await StorageScene.make(storage)
@@ -316,7 +316,7 @@ struct StorageContractTests {
 
     @Test(
         "items: a version whose chunks are not all uploaded is refused, naming exactly the missing ones",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func chunksMissing(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let scene = try await StorageScene.make(storage)
@@ -352,7 +352,7 @@ struct StorageContractTests {
 
     @Test(
         "items: a commit's manifest as a delta against a kept version is stored whole; a delta that does not apply is refused and changes nothing",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func deltaCommits(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let scene = try await StorageScene.make(storage)
@@ -397,7 +397,7 @@ struct StorageContractTests {
 
     @Test(
         "conflicts: two commits from the same base keep both; the later date (then the greater id) is current, in any order",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func concurrentCommits(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let content = (0..<3).map { _ in Content.random() }
@@ -461,7 +461,7 @@ struct StorageContractTests {
 
     @Test(
         "identical content is not a new version: no conflict, no feed entry, and a retried commit changes nothing",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func identicalContent(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let scene = try await StorageScene.make(storage)
@@ -502,7 +502,7 @@ struct StorageContractTests {
 
     @Test(
         "deletes: a stale delete is refused naming the current version; a delete leaves a tombstone an edit revives",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func deleteAndRevive(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let scene = try await StorageScene.make(storage)
@@ -548,7 +548,7 @@ struct StorageContractTests {
 
     @Test(
         "moves: an item keeps its id and versions at its new path, the old path is free, the feed tells of it",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func moves(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let scene = try await StorageScene.make(storage)
@@ -586,7 +586,7 @@ struct StorageContractTests {
 
     @Test(
         "paths: no item is created or moved onto a live sibling's or a folder's other spelling (case, NFC/NFD)",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func pathCollisions(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let scene = try await StorageScene.make(storage)
@@ -634,7 +634,7 @@ struct StorageContractTests {
 
     @Test(
         "resolution: mark resolved, remove a version (never the current one), replace the current; each in the feed",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func resolution(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let scene = try await StorageScene.make(storage)
@@ -709,7 +709,7 @@ struct StorageContractTests {
 
     @Test(
         "records: content of the wrong kind, a reused version id with other content, a retried create",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func recordRules(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let scene = try await StorageScene.make(storage)
@@ -786,7 +786,7 @@ struct StorageContractTests {
 
     @Test(
         "isolation: another account's container with the same id, and another container, see nothing of an item",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func containerIsolation(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let ada = try await StorageScene.make(storage, account: "ada")
@@ -827,7 +827,7 @@ struct StorageContractTests {
 
     @Test(
         "retention: history beyond the count, or older than the age, is removed with a feed entry; conflicts are kept",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func retention(driver: StorageDriverKind) async throws {
         try await withTemporaryDirectory { directory in
             let counted = directory.appendingPathComponent("counted", isDirectory: true)
@@ -836,7 +836,7 @@ struct StorageContractTests {
                 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: false)
             }
 
-            let storage = try driver.makeStores(
+            let storage = try await driver.makeStores(
                 in: counted, retention: VersionRetention(maximumCount: 2, maximumAge: nil))
             let scene = try await StorageScene.make(storage)
             let id = ItemID()
@@ -895,7 +895,7 @@ struct StorageContractTests {
             #expect(try await scene.detail(id).versions.map(\.id) == [v5.id, v4.id, v3.id])
 
             // By age: a history version modified more than an hour before the clock goes.
-            let ageing = try driver.makeStores(
+            let ageing = try await driver.makeStores(
                 in: aged, retention: VersionRetention(maximumCount: 50, maximumAge: 3600))
             let old = try await StorageScene.make(ageing)
             let oldID = ItemID()
@@ -919,7 +919,7 @@ struct StorageContractTests {
 
     @Test(
         "feed: pages of any size chain by their tokens and give every change once, in order",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func feedPaging(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let scene = try await StorageScene.make(storage)
@@ -969,17 +969,17 @@ struct StorageContractTests {
 
     @Test(
         "feed: a token stays valid when the store is closed and opened again",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func feedTokenSurvivesReopening(driver: StorageDriverKind) async throws {
         try await withTemporaryDirectory { directory in
             let token: ChangeToken
             let created: ItemResponse
             do {
-                let scene = try await StorageScene.make(try driver.makeStores(in: directory))
+                let scene = try await StorageScene.make(try await driver.makeStores(in: directory))
                 created = try await scene.createFile("Documents/List.grocery")
                 token = created.token
             }
-            let storage = try driver.makeStores(in: directory)
+            let storage = try await driver.makeStores(in: directory)
             let account = try #require(try await storage.metadata.account(named: "ada"))
             let scene = StorageScene(
                 storage: storage, account: account,
@@ -1001,7 +1001,7 @@ struct StorageContractTests {
 
     @Test(
         "feed: a malformed token, another container's, another account's, one past the end, or a key-value token expires",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func invalidFeedTokens(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let ada = try await StorageScene.make(storage, account: "ada")
@@ -1041,13 +1041,13 @@ struct StorageContractTests {
 
     @Test(
         "feed: a limit larger than the feed, even Int.max, gives every change",
-        arguments: StorageDriverKind.allCases)
+        arguments: StorageDriverKind.available)
     func unboundedPageLimit(driver: StorageDriverKind) async throws {
         // In a child process, since a driver that fails this may crash; the directory is this process's, so it is
         // removed even then.
         try await withTemporaryDirectory { directory in
             _ = await #expect(processExitsWith: .success) { [driver, directory = directory as URL] in
-                let scene = try await StorageScene.make(try driver.makeStores(in: directory))
+                let scene = try await StorageScene.make(try await driver.makeStores(in: directory))
                 try await scene.createFile("Documents/List.grocery")
                 let page = try await scene.metadata.changes(in: scene.container, since: nil, limit: .max)
                 guard page.changes.count == 3, !page.hasMore else { exit(1) }

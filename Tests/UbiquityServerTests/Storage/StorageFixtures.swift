@@ -12,11 +12,21 @@ import UbiquityServer
 enum StorageDriverKind: String, CaseIterable, Codable, Sendable, CustomTestStringConvertible {
     /// ``SQLiteMetadataStore`` in a SQLite file and ``FileChunkStore`` in a folder beside it.
     case sqlite
+    /// ``SQLiteMetadataStore`` and ``S3ChunkStore`` in the bucket of `UBIQUITY_S3_URL`, under a prefix of the test's
+    /// own.
+    case s3
 
     var testDescription: String {
         switch self {
         case .sqlite: "SQLite + file chunks"
+        case .s3: "SQLite + S3 chunks"
         }
+    }
+
+    /// The drivers the suite runs against here: the S3 one when `UBIQUITY_S3_URL` names a server (`.ci/run` starts
+    /// one), and always in CI, where a missing server fails its tests instead of leaving them out.
+    static var available: [StorageDriverKind] {
+        StorageFixtures.s3URL != nil || StorageFixtures.isCI ? allCases : [.sqlite]
     }
 
     /// Opens the driver's stores on `directory`, creating them when it is empty. Opening again on the same
@@ -27,7 +37,7 @@ enum StorageDriverKind: String, CaseIterable, Codable, Sendable, CustomTestStrin
     func makeStores(
         in directory: URL, retention: VersionRetention = StorageFixtures.retention,
         clock: @escaping @Sendable () -> Date = StorageFixtures.clock
-    ) throws -> StorageUnderTest {
+    ) async throws -> StorageUnderTest {
         switch self {
         case .sqlite:
             let metadata = try SQLiteMetadataStore(
@@ -40,6 +50,12 @@ enum StorageDriverKind: String, CaseIterable, Codable, Sendable, CustomTestStrin
                     try FileManager.default.contentsOfDirectory(atPath: incoming.path).count
                         + chunks.unfinishedUploadsInMemory
                 })
+        case .s3:
+            let metadata = try SQLiteMetadataStore(
+                path: directory.appendingPathComponent("metadata.sqlite").path, retention: retention, clock: clock)
+            let url = try #require(StorageFixtures.s3URL, "UBIQUITY_S3_URL names no S3 server (.ci/run starts one)")
+            let chunks = try await S3ChunkStore.open(url: url, prefix: "tests/\(directory.lastPathComponent)")
+            return StorageUnderTest(metadata: metadata, chunks: chunks, unfinishedUploads: { chunks.unfinishedUploads })
         }
     }
 
@@ -48,7 +64,7 @@ enum StorageDriverKind: String, CaseIterable, Codable, Sendable, CustomTestStrin
         retention: VersionRetention = StorageFixtures.retention, _ body: (StorageUnderTest) async throws -> T
     ) async throws -> T {
         try await withTemporaryDirectory { directory in
-            try await body(try makeStores(in: directory, retention: retention))
+            try await body(try await makeStores(in: directory, retention: retention))
         }
     }
 }
@@ -74,6 +90,11 @@ func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> 
 }
 
 enum StorageFixtures {
+    /// The S3 server of the S3 driver's tests, `s3://BUCKET?endpoint=…` (see ``S3Client/Configuration``).
+    static let s3URL = ProcessInfo.processInfo.environment["UBIQUITY_S3_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    /// Whether the tests run in CI (`CI=true`), where every driver must be there.
+    static let isCI = ProcessInfo.processInfo.environment["CI"] == "true"
+
     /// The time the stores' clock says it is: a whole second, so every stored date survives a round trip exactly.
     static let now = Date(timeIntervalSinceReferenceDate: 800_000_000)
     /// A clock stopped at ``now``.
