@@ -121,15 +121,21 @@ final class RouteCatalog: Sendable {
     /// Records the routes once they are all registered.
     func set(_ routes: [RouteSignature]) { self.routes.withLock { $0 = routes } }
 
-    /// The methods of the routes whose template matches `path` (`{parameter}` matches any one segment).
+    /// The methods of the routes whose template matches `path` (`{parameter}` matches any one segment), of the
+    /// templates that match it most exactly, as the router picks them: `chunks/fetch` is its own resource, not
+    /// `chunks/{hash}` too.
     func methods(serving path: String) -> [String] {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        return routes.withLock { routes in
-            routes.filter { route in
+        let matching = routes.withLock { routes in
+            routes.compactMap { route -> (method: String, literals: Int)? in
                 let template = route.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-                return template.count == segments.count
-                    && zip(template, segments).allSatisfy { $0.hasPrefix("{") ? !$1.isEmpty : $0 == $1 }
-            }.map(\.method)
-        }.sorted()
+                guard template.count == segments.count,
+                    zip(template, segments).allSatisfy({ $0.hasPrefix("{") ? !$1.isEmpty : $0 == $1 })
+                else { return nil }
+                return (route.method, template.filter { !$0.hasPrefix("{") }.count)
+            }
+        }
+        let exact = matching.map(\.literals).max()
+        return Set(matching.filter { $0.literals == exact }.map(\.method)).sorted()
     }
 }

@@ -32,8 +32,9 @@ public enum OpenAPIDocument {
     private static let items = "/v1/containers/{container}/items"
     private static let table: [Operation] = [
         Operation(
-            method: "GET", path: "/health", summary: "Whether the service is up", authenticated: false,
-            response: "Health"),
+            method: "GET", path: "/health",
+            summary: "Whether the node is up and reaches its metadata and chunk stores (503 when it does not)",
+            authenticated: false, response: "Health", errors: [503]),
         Operation(
             method: "GET", path: "/metrics", summary: "Figures in Prometheus text format", authenticated: false,
             response: "text"),
@@ -183,6 +184,10 @@ public enum OpenAPIDocument {
             ]
             for status in operation.errors + (operation.authenticated ? [401] : []) {
                 responses["\(status)"] = ["description": "refused", "content": content("Error")]
+            }
+            if operation.path == "/health" {
+                // Unavailable is told in the health report's own shape.
+                responses["503"] = ["description": "a store is out of reach", "content": content("Health")]
             }
             var parameters: [[String: Any]] = operation.path.split(separator: "/").filter { $0.hasPrefix("{") }.map {
                 [

@@ -36,7 +36,9 @@ enum OpenAPISchemas {
                     "code": string, "message": string, "currentVersion": uuid,
                     "missingChunks": array(hash),
                 ], required: ["code", "message"]),
-            "Health": object(["status": string], required: ["status"]),
+            "Health": object(
+                ["status": ["type": "string", "enum": ["ok", "unavailable"]], "database": string, "chunks": string],
+                required: ["status", "database", "chunks"]),
             "RegisterRequest": object(["name": string, "password": string], required: ["name", "password"]),
             "LoginRequest": object(
                 [

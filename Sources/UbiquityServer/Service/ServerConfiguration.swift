@@ -49,7 +49,8 @@ public struct ServerConfiguration: Sendable {
         }
     }
 
-    /// The folder holding the database and chunks (`ubiquity.sqlite`, `chunks/`).
+    /// The folder holding the database and chunks (`ubiquity.sqlite`, `chunks/` unless ``chunkStore`` names another
+    /// place).
     public var dataDirectory: URL
     /// The address to listen on (default `127.0.0.1`).
     public var host: String
@@ -74,6 +75,10 @@ public struct ServerConfiguration: Sendable {
     public var heartbeatInterval: Duration
     /// How hard commits are pushed to disk.
     public var durability: SQLiteMetadataStore.Durability
+    /// Where chunk bytes live: `nil` (the default) for `chunks/` in ``dataDirectory``, or
+    /// `s3://BUCKET?endpoint=URL[&region=R][&prefix=P]` for S3-compatible object storage, its keys from the
+    /// environment (``S3Client/Configuration/init(url:environment:)``).
+    public var chunkStore: String?
 
     /// Creates a configuration with the documented defaults.
     public init(
@@ -81,7 +86,7 @@ public struct ServerConfiguration: Sendable {
         openRegistration: Bool = false, defaultQuotaBytes: Int64? = nil, bcryptCost: UInt8 = 12,
         limits: Limits = Limits(), retention: VersionRetention = VersionRetention(),
         keyValueLimits: KeyValueLimits = .apple, heartbeatInterval: Duration = .seconds(20),
-        durability: SQLiteMetadataStore.Durability = .processCrash
+        durability: SQLiteMetadataStore.Durability = .processCrash, chunkStore: String? = nil
     ) {
         self.dataDirectory = dataDirectory
         self.host = host
@@ -95,5 +100,6 @@ public struct ServerConfiguration: Sendable {
         self.keyValueLimits = keyValueLimits
         self.heartbeatInterval = heartbeatInterval
         self.durability = durability
+        self.chunkStore = chunkStore
     }
 }

@@ -31,13 +31,19 @@ public struct UbiquityService: Sendable {
     let logger: Logger
 
     /// A service on the embedded default storage in `configuration.dataDirectory`: `ubiquity.sqlite` and
-    /// `chunks/`, both made when missing. Uploads a crash interrupted are cleared.
+    /// `chunks/`, both made when missing, or the chunks in the S3 bucket of `configuration.chunkStore`. Uploads a
+    /// crash interrupted are cleared.
     public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "ubiquity.server")) async throws {
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
         let store = try SQLiteMetadataStore(
             path: configuration.dataDirectory.appendingPathComponent("ubiquity.sqlite").path,
             retention: configuration.retention, durability: configuration.durability)
-        let chunks = try FileChunkStore(root: configuration.dataDirectory.appendingPathComponent("chunks"))
+        let chunks: any ChunkStore
+        if let location = configuration.chunkStore {
+            chunks = try await S3ChunkStore.open(url: location)
+        } else {
+            chunks = try FileChunkStore(root: configuration.dataDirectory.appendingPathComponent("chunks"))
+        }
         try await chunks.removeAbandonedUploads()
         self.init(configuration: configuration, store: store, chunks: chunks, logger: logger)
     }

@@ -50,6 +50,14 @@ extension ServerCommand {
         @Option(
             help: "Seconds a stopping server (SIGTERM) lets requests under way finish before it cuts them (0 to 600).")
         var shutdownGrace = 8
+        @Option(
+            help: ArgumentHelp(
+                "Where chunk bytes live (default: chunks/ in the data directory; also UBIQUITY_CHUNKS).",
+                discussion: """
+                    s3://BUCKET?endpoint=URL[&region=REGION][&prefix=PREFIX] keeps them in S3-compatible object \
+                    storage; its keys are read from UBIQUITY_S3_ACCESS_KEY and UBIQUITY_S3_SECRET_KEY.
+                    """))
+        var chunks: String?
 
         func validate() throws {
             guard (tlsCertificate == nil) == (tlsKey == nil) else {
@@ -71,9 +79,12 @@ extension ServerCommand {
             if let tlsCertificate, let tlsKey {
                 configuration.tls = .init(certificatePath: tlsCertificate, privateKeyPath: tlsKey)
             }
+            configuration.chunkStore = chunks ?? ProcessInfo.processInfo.environment["UBIQUITY_CHUNKS"]
             let service = try await UbiquityService(configuration: configuration, logger: logger)
             let address = "\(configuration.tls == nil ? "http" : "https")://\(host)"
-            let data = storage.data
+            // Where the data is, without any secret the chunks' address may hold.
+            let bucket = configuration.chunkStore.flatMap { URLComponents(string: $0)?.host }
+            let data = storage.data + (bucket.map { ", chunks: s3://\($0)" } ?? "")
             let application = try service.makeApplication { channel in
                 let port = channel.localAddress?.port ?? 0
                 // Scripts and tests read the port from this line, so it goes out at once.

@@ -1,11 +1,16 @@
+import Foundation
 import Hummingbird
 import NIOCore
 
 extension RouteEnvironment {
     /// `GET /health`, `GET /metrics`, `GET /openapi.json`.
     func addOperationsRoutes(to router: some RouterMethods<ServerRequestContext>) {
+        let health = HealthCheck(store: store, chunks: chunks)
         router.get("health") { _, _ -> Response in
-            try json(["status": "ok"])
+            let report = await health.report()
+            return Response(
+                status: report.isHealthy ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(report))))
         }
         router.get("metrics") { _, _ -> Response in
             Response(

@@ -22,10 +22,11 @@ public struct S3ChunkStore: ChunkStore {
         self.prefix = prefix.isEmpty || prefix.hasSuffix("/") ? prefix : prefix + "/"
     }
 
-    /// Opens the store at `url` (``S3Client/Configuration/init(url:environment:)``), making the bucket if it is
-    /// missing.
+    /// Opens the store at `url` (``S3Client/Configuration/init(url:environment:)``; its `prefix=` query, if any,
+    /// goes before `prefix`), making the bucket if it is missing.
     public static func open(url: String, prefix: String = "") async throws -> S3ChunkStore {
-        let store = S3ChunkStore(client: S3Client(try S3Client.Configuration(url: url)), prefix: prefix)
+        let configuration = try S3Client.Configuration(url: url)
+        let store = S3ChunkStore(client: S3Client(configuration), prefix: configuration.prefix + prefix)
         try await store.client.createBucket()
         return store
     }

@@ -14,17 +14,22 @@ public struct S3Client: Sendable {
         public var bucket: String
         public var region: String
         public var credentials: SignatureV4.Credentials
+        /// What the keys of this deployment start with (empty, or ending in `/`), so that several can share a
+        /// bucket.
+        public var prefix: String
 
         public init(
-            endpoint: String, bucket: String, region: String = "us-east-1", credentials: SignatureV4.Credentials
+            endpoint: String, bucket: String, region: String = "us-east-1", credentials: SignatureV4.Credentials,
+            prefix: String = ""
         ) {
             self.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint
             self.bucket = bucket
             self.region = region
             self.credentials = credentials
+            self.prefix = prefix.isEmpty || prefix.hasSuffix("/") ? prefix : prefix + "/"
         }
 
-        /// Reads `s3://BUCKET?endpoint=URL&region=REGION`; the keys come from the URL's user and password when
+        /// Reads `s3://BUCKET?endpoint=URL&region=REGION&prefix=PREFIX` (region and prefix optional); the keys come from the URL's user and password when
         /// it has them (percent-encoded), else from `environment`'s `UBIQUITY_S3_ACCESS_KEY` and
         /// `UBIQUITY_S3_SECRET_KEY` (or `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY`), so secrets need not be on
         /// a command line.
@@ -53,7 +58,7 @@ public struct S3Client: Sendable {
             }
             self.init(
                 endpoint: endpoint, bucket: bucket, region: query["region"] ?? "us-east-1",
-                credentials: .init(accessKey: access, secretKey: secret))
+                credentials: .init(accessKey: access, secretKey: secret), prefix: query["prefix"] ?? "")
         }
     }
 
@@ -65,8 +70,17 @@ public struct S3Client: Sendable {
     /// The time requests are signed at (injected in tests).
     let clock: @Sendable () -> Date
 
+    /// The process's HTTP client for object storage: a connection that cannot be made fails its request within
+    /// 10 s instead of being tried again until the request's deadline (so `/health` and the requests waiting on a
+    /// store that is down hear of it); a server that stops answering fails its request after 60 s.
+    public static let defaultHTTPClient: HTTPClient = {
+        var configuration = HTTPClient.Configuration(timeout: .init(connect: .seconds(10), read: .seconds(60)))
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }()
+
     public init(
-        _ configuration: Configuration, httpClient: HTTPClient = .shared,
+        _ configuration: Configuration, httpClient: HTTPClient = S3Client.defaultHTTPClient,
         clock: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.configuration = configuration
@@ -137,7 +151,25 @@ public struct S3Client: Sendable {
         return (status, body)
     }
 
+    /// How many times a request the server failed (500, 503) is sent in all; each of this client's requests can
+    /// be sent again (an object's key is its content's hash, a bucket is made once).
+    static let attempts = 4
+
+    /// Sends a request, again after a short wait when the server failed it (S3 servers answer 500 and 503 now and
+    /// then, and OpenStack Swift does while several requests first make an account's bucket at once).
     private func exchange(
+        _ method: HTTPMethod, key: String?, query: [(String, String)], body: ByteBuffer?, payloadHash: String?
+    ) async throws -> (Int, ByteBuffer, HTTPHeaders) {
+        var attempt = 1
+        while true {
+            let answer = try await exchangeOnce(method, key: key, query: query, body: body, payloadHash: payloadHash)
+            guard answer.0 == 500 || answer.0 == 503, attempt < Self.attempts else { return answer }
+            try await Task.sleep(for: .milliseconds(100 << (2 * (attempt - 1))))
+            attempt += 1
+        }
+    }
+
+    private func exchangeOnce(
         _ method: HTTPMethod, key: String?, query: [(String, String)], body: ByteBuffer?, payloadHash: String?
     ) async throws -> (Int, ByteBuffer, HTTPHeaders) {
         let path = "/" + configuration.bucket + (key.map { "/" + $0 } ?? "")
