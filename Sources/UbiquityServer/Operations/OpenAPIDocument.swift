@@ -1,4 +1,5 @@
 import Foundation
+import UbiquityProtocol
 
 /// The OpenAPI 3.1 document of the whole API, served at `GET /openapi.json`.
 ///
@@ -27,6 +28,10 @@ public enum OpenAPIDocument {
         var response: String? = nil
         var query: [(name: String, description: String)] = []
         var errors: [Int] = []
+        /// Whether a request must have a body (an empty batch of chunks is a batch).
+        var bodyRequired = true
+        /// Another success status, with the same answer (a commit of content the item has: 200, not 201).
+        var alsoSucceeds: Int? = nil
     }
 
     private static let items = "/v1/containers/{container}/items"
@@ -90,7 +95,8 @@ public enum OpenAPIDocument {
             summary: "Commit a new version; a stale base makes a conflict version, identical content changes nothing; "
                 + "the manifest may be a manifestDelta against a kept version of the item (then the answer leaves "
                 + "out the version when it is the one sent)",
-            request: "VersionPayload", status: 201, response: "ItemResponse", errors: [400, 404, 409]),
+            request: "VersionPayload", status: 201, response: "ItemResponse", errors: [400, 404, 409],
+            alsoSucceeds: 200),
         Operation(
             method: "GET", path: items + "/{item}/versions/{version}", summary: "One version",
             response: "VersionRecord",
@@ -128,12 +134,12 @@ public enum OpenAPIDocument {
             method: "POST", path: "/v1/containers/{container}/chunks",
             summary: "Upload several chunks in one binary body (each: SHA-256, 4-byte big-endian length, bytes); "
                 + "stored together, none if one is wrong",
-            request: "binary", response: "ChunkBatchResponse", errors: [400, 413, 507]),
+            request: "chunks", response: "ChunkBatchResponse", errors: [400, 413, 507], bodyRequired: false),
         Operation(
             method: "POST", path: "/v1/containers/{container}/chunks/fetch",
             summary: "Download up to 1,000 chunks in one binary answer (each: SHA-256, 4-byte big-endian length, "
                 + "bytes), in the order asked; chunks the account lacks are left out",
-            request: "ChunkFetchRequest", response: "binary", errors: [400]),
+            request: "ChunkFetchRequest", response: "chunks", errors: [400]),
         Operation(
             method: "GET", path: "/v1/containers/{container}/chunks/{hash}", summary: "Download one chunk",
             response: "binary", errors: [404]),
@@ -160,17 +166,36 @@ public enum OpenAPIDocument {
                 + "messages (PushMessage)", status: 101, response: "PushMessage"),
     ]
 
+    /// The schema of a path or query parameter, by its name.
+    private static func schema(ofParameter name: String) -> [String: Any] {
+        switch name {
+        case "container": OpenAPISchemas.container
+        case "item", "version", "token", "have", "basedOn": OpenAPISchemas.uuid
+        case "hash": OpenAPISchemas.hash
+        case "since": ["type": "string", "minLength": 1]
+        case "from": ["type": "integer", "minimum": 0, "maximum": Int64.max]
+        case "limit": ["type": "integer", "minimum": 1, "maximum": Int64.max]
+        default: ["type": "string"]
+        }
+    }
+
     private static func reference(_ name: String) -> [String: Any] {
         switch name {
         case "object": ["type": "object"]
         case "text": ["type": "string"]
-        case "binary": ["type": "string", "format": "binary"]
+        case "binary", "chunks": ["type": "string", "format": "binary"]
         default: ["$ref": "#/components/schemas/\(name)"]
         }
     }
 
     private static func content(_ name: String) -> [String: Any] {
-        let type = name == "binary" ? "application/octet-stream" : name == "text" ? "text/plain" : "application/json"
+        let type =
+            switch name {
+            case "binary": "application/octet-stream"
+            case "chunks": ChunkBatch.contentType
+            case "text": "text/plain"
+            default: "application/json"
+            }
         return [type: ["schema": reference(name)]]
     }
 
@@ -182,28 +207,38 @@ public enum OpenAPIDocument {
                     operation.response.map { ["content": content($0)] } ?? [:]
                 ) { first, _ in first }
             ]
-            for status in operation.errors + (operation.authenticated ? [401] : []) {
+            // Every route of the API answers a malformed request (a parameter or body it cannot read) with 400; a
+            // container's routes refuse a token not made for that container with 403.
+            var refusals = Set(operation.errors + (operation.authenticated ? [401] : []))
+            if operation.path.hasPrefix("/v1/") { refusals.insert(400) }
+            if operation.path.hasPrefix("/v1/containers/") { refusals.insert(403) }
+            for status in refusals.sorted() {
                 responses["\(status)"] = ["description": "refused", "content": content("Error")]
+            }
+            if let also = operation.alsoSucceeds {
+                responses["\(also)"] = ["description": "success", "content": content(operation.response ?? "object")]
             }
             if operation.path == "/health" {
                 // Unavailable is told in the health report's own shape.
                 responses["503"] = ["description": "a store is out of reach", "content": content("Health")]
             }
             var parameters: [[String: Any]] = operation.path.split(separator: "/").filter { $0.hasPrefix("{") }.map {
-                [
-                    "name": String($0.dropFirst().dropLast()), "in": "path", "required": true,
-                    "schema": ["type": "string"],
-                ]
+                let name = String($0.dropFirst().dropLast())
+                return ["name": name, "in": "path", "required": true, "schema": schema(ofParameter: name)]
             }
             parameters += operation.query.map {
                 [
                     "name": $0.name, "in": "query", "required": false, "description": $0.description,
-                    "schema": ["type": "string"],
+                    "schema": schema(ofParameter: $0.name),
                 ]
             }
             var entry: [String: Any] = ["summary": operation.summary, "responses": responses, "parameters": parameters]
             if let request = operation.request {
-                entry["requestBody"] = ["required": true, "content": content(request)]
+                // A batch of chunks is read whatever its declared type, so plain binary is listed beside its own.
+                let media =
+                    request == "chunks"
+                    ? content(request).merging(content("binary")) { own, _ in own } : content(request)
+                entry["requestBody"] = ["required": operation.bodyRequired, "content": media]
             }
             if operation.authenticated { entry["security"] = [["bearer": [String]()]] }
             paths[operation.path, default: [:]][operation.method.lowercased()] = entry

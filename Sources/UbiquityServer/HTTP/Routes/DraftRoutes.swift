@@ -12,12 +12,12 @@ extension RouteEnvironment {
             let body = try await decode(DraftAppendRequest.self, from: request)
             let largest = Int64(configuration.limits.chunkBytes)
             guard body.from >= 0, body.chunks.count <= DraftPage.pageLimit,
-                body.chunks.allSatisfy({ $0.size > 0 && $0.size <= largest })
+                body.chunks.allSatisfy({ $0.size > 0 && $0.size <= largest }), (body.total ?? 0) >= 0
             else {
                 throw ProtocolError(
                     .malformedRequest,
                     "a draft grows from a position of 0 or more by at most \(DraftPage.pageLimit) chunks, each of "
-                        + "1 to \(largest) bytes")
+                        + "1 to \(largest) bytes, toward a file of 0 bytes or more")
             }
             guard let detail = try await store.item(id, in: container) else { throw Self.notFound(id, container) }
             guard !detail.item.isDeleted else { throw ProtocolError(.itemDeleted, "item \(id) is deleted") }
