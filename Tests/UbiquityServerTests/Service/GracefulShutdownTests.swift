@@ -115,7 +115,7 @@ struct GracefulShutdownTests {
         #expect(server.isRunning)
         #expect(kill(server.pid, SIGTERM) == 0)
 
-        let ended = await Task.detached { server.waitForExit(timeout: 50) }.value
+        let ended = await server.exited(within: .seconds(50))
         #expect(ended, "the server still runs while a client sends its request")
         if ended {
             #expect(server.terminationStatus == 0, "a stop by SIGTERM is a clean exit: \(server.errors)")

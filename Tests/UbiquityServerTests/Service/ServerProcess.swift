@@ -101,6 +101,12 @@ final class ServerProcess: Sendable {
         return !process.isRunning
     }
 
+    /// Waits (at most `timeout`) for the child to end by itself, on a thread of its own rather than one of the pool
+    /// the tests' tasks share; returns whether it did.
+    func exited(within timeout: Duration) async -> Bool {
+        await process.waitForExit(timeout: timeout)
+    }
+
     /// The exit status of an ended child.
     var terminationStatus: Int32 { process.terminationStatus }
 

@@ -185,7 +185,7 @@ struct StorageContractTests {
 
     @Test(
         "chunk bytes: stored only under their own hash, readable byte for byte, by their own account only",
-        arguments: StorageDriverKind.available)
+        arguments: StorageDriverKind.chunkDrivers)
     func chunkUploads(driver: StorageDriverKind) async throws {
         try await driver.withStores { storage in
             let chunks = storage.chunks
@@ -239,7 +239,7 @@ struct StorageContractTests {
 
     @Test(
         "chunk bytes: what an interrupted upload left behind is removed at start-up; finished chunks stay",
-        arguments: StorageDriverKind.available)
+        arguments: StorageDriverKind.chunkDrivers)
     func abandonedUploads(driver: StorageDriverKind) async throws {
         try await withTemporaryDirectory { directory in
             let ada = AccountID()
