@@ -100,14 +100,22 @@ struct BadInputTests {
     func concurrentUploadsShareTheQuota() async throws {
         let server = try await TestServer.make { $0.defaultQuotaBytes = 3000 }
         try await server.test(.live) { client in
+            let port = try #require(client.port)
             let ada = try await Device.signIn(client, account: "ada", device: "Ada's laptop")
             let pieces = (0..<8).map { Self.bytes(1000, seed: 100 + $0) }
+            // Each upload on a connection of its own, so that they are under way at the service at once (the test
+            // client's one connection would send them one after another).
             let answers = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
                 for piece in pieces {
                     group.addTask {
-                        try await ada.send(
-                            .put, ada.path("chunks/\(try Device.hash(piece))"), body: ByteBuffer(bytes: piece)
-                        ).status
+                        var request = HTTPClientRequest(
+                            url: "http://127.0.0.1:\(port)\(ada.path("chunks/\(try Device.hash(piece))"))")
+                        request.method = .PUT
+                        request.headers.add(name: "Authorization", value: "Bearer \(ada.token)")
+                        request.body = .bytes(ByteBuffer(bytes: piece))
+                        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+                        _ = try await response.body.collect(upTo: 1 << 20)
+                        return HTTPResponse.Status(code: Int(response.status.code))
                     }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
