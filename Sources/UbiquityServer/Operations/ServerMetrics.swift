@@ -22,11 +22,14 @@ public struct ServerMetrics: Sendable {
         commits = registry.makeCounter(
             descriptor: Self.descriptor(
                 "commits", "total", "item changes committed (versions, moves, deletes, resolutions)"))
-        bytesIn = registry.makeCounter(descriptor: Self.descriptor("chunk_bytes_in", "total", "chunk bytes received"))
+        bytesIn = registry.makeCounter(
+            descriptor: Self.descriptor(
+                "chunk_bytes_in", "total", "chunk bytes newly stored (each chunk of an account once)"))
         uploadBytes = registry.makeCounter(
             descriptor: Self.descriptor(
                 "chunk_upload_bytes", "total", "bytes of chunk uploads received, chunks already stored included"))
-        chunksIn = registry.makeCounter(descriptor: Self.descriptor("chunks_in", "total", "chunks received"))
+        chunksIn = registry.makeCounter(
+            descriptor: Self.descriptor("chunks_in", "total", "chunks newly stored (each chunk of an account once)"))
         bytesOut = registry.makeCounter(descriptor: Self.descriptor("chunk_bytes_out", "total", "chunk bytes sent"))
         pushConnections = registry.makeGauge(
             descriptor: Self.descriptor("push_connections", "", "open push connections"))

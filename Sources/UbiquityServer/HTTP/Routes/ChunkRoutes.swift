@@ -54,9 +54,15 @@ extension RouteEnvironment {
                     }
                     return try await withQuota(reserving: declared == nil ? upload.byteCount : 0, for: account) {
                         try await upload.finish(expecting: hash)
-                        metrics.bytesIn.increment(by: upload.byteCount)
-                        metrics.chunksIn.increment()
-                        return try await store.addChunk(ChunkReference(hash: hash, size: upload.byteCount), to: account)
+                        let added = try await store.addChunk(
+                            ChunkReference(hash: hash, size: upload.byteCount), to: account)
+                        // Counted once a chunk: two uploads of one chunk racing (a killed engine's request still
+                        // under way and its successor's) store it twice but add it once.
+                        if added {
+                            metrics.bytesIn.increment(by: upload.byteCount)
+                            metrics.chunksIn.increment()
+                        }
+                        return added
                     }
                 }
             } catch {
@@ -187,14 +193,14 @@ extension RouteEnvironment {
             current?.upload?.cancel()
             throw error
         }
-        for (upload, _) in uploads {
-            metrics.bytesIn.increment(by: upload.byteCount)
-            metrics.chunksIn.increment()
-        }
         // Recorded together, in one transaction; a chunk the quota has no room for refuses the request, and the
         // others, which fit, stay recorded.
         let outcomes = try await store.addChunks(
             uploads.map { ChunkReference(hash: $0.hash, size: $0.upload.byteCount) }, to: account)
+        for ((upload, _), outcome) in zip(uploads, outcomes) where outcome == .added {
+            metrics.bytesIn.increment(by: upload.byteCount)
+            metrics.chunksIn.increment()
+        }
         for case .refused(let error) in outcomes { throw error }
         return count
     }
