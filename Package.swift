@@ -245,6 +245,7 @@ let package = Package(
                 "ChildProcess",
                 "UbiquityServer",
                 "UbiquityProtocol",
+                "UbiquityTestSupport",
                 "ubiquity",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

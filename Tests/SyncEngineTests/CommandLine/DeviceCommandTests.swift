@@ -191,21 +191,9 @@ struct DeviceCommandTests {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ubiquity-cli-\(UUID().uuidString.prefix(8))", isDirectory: true)
         defer { try? FileManager.default.removeItem(at: home) }
-        // A port bound and not listening: connecting to it is refused for as long as the socket is held.
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(socket >= 0)
+        let (socket, port) = try Loopback.refusingPort()
         defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
-            }
-        }
-        try #require(bound)
-        let refused = "http://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+        let refused = "http://127.0.0.1:\(port)"
 
         let login = try await ubiquity(
             ["login", "--server", refused, "--account", "ada", "--device", "laptop"], input: "correct horse\n",

@@ -4,6 +4,7 @@ import Logging
 import ServiceLifecycle
 import Testing
 import UbiquityServer
+import UbiquityTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -30,19 +31,8 @@ struct GracefulShutdownTests {
         var iterator = ports.makeAsyncIterator()
         let port = try #require(await iterator.next())
 
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(socket >= 0)
+        let socket = try Loopback.connect(port: port)
         defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        try #require(connected == 0, "connected to the service")
         // A request on a connection of its own, answered after the server accepted the unused one.
         let client = HTTPClient(eventLoopGroupProvider: .singleton)
         let health: Result<HTTPClientResponse, any Error>
@@ -83,7 +73,7 @@ struct GracefulShutdownTests {
             logs: root.appendingPathComponent("logs"), name: "server")
         defer { server.killAndWait() }
 
-        let socket = try Self.openConnection(port: port)
+        let socket = try Loopback.connect(port: port)
         defer { close(socket) }
         // A first request answered on the connection, so the server is serving it (not an unused one, closed at once).
         try #require(Self.send("GET /health HTTP/1.1\r\nHost: test\r\n\r\n", socket))
@@ -105,6 +95,7 @@ struct GracefulShutdownTests {
             while Self.send(" ", socket) {
                 sent += 1
                 sends.yield(sent)
+                // Not a wait for anything: the pause is the slow client under test, a byte every 100 ms.
                 try? await Task.sleep(for: .milliseconds(100))
             }
             sends.finish()
@@ -125,23 +116,6 @@ struct GracefulShutdownTests {
         // The trickling client found its connection closed by the server.
         let sent = await trickle.value
         #expect(sent > 0)
-    }
-
-    private static func openConnection(port: Int) throws -> Int32 {
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(socket >= 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        if connected != 0 { close(socket) }
-        try #require(connected == 0, "connected to the service")
-        return socket
     }
 
     /// Sends `text` whole; `false` once the connection is closed (no SIGPIPE).

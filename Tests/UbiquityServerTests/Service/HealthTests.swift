@@ -3,6 +3,7 @@ import HummingbirdTesting
 import Logging
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 @testable import UbiquityServer
 
@@ -27,21 +28,8 @@ struct HealthTests {
     /// the others.
     @Test("A node whose chunk store is out of reach answers 503, naming the store and why")
     func unreachableChunkStore() async throws {
-        // A port bound and not listening: connections to it are refused while the socket is held.
-        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(socket >= 0)
+        let (socket, port) = try Loopback.refusingPort()
         defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0
-            }
-        }
-        try #require(bound)
-        let port = UInt16(bigEndian: address.sin_port)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ubiquity-health-\(UUID().uuidString.prefix(8))", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
