@@ -42,6 +42,11 @@ final class FilePresenterRegistry: @unchecked Sendable {
     }
 
     let lock = NSLock()
+    /// Held while presenters' URLs are read and what they said is recorded (taken before `lock`, never inside it).
+    /// A read and its recording must not interleave with another's: a coordination that read a presenter's URL just
+    /// before the presenter heard of a move, and recorded it after another coordination had recorded the new place,
+    /// would send the record back to where the item was, and changes at its new place would go unheard.
+    private let reports = NSLock()
     var entries: [ObjectIdentifier: Entry] = [:]
     var nextOrder = 0
     /// Keys being written by coordinations of this process right now: the watcher leaves their presenters alone.
@@ -53,6 +58,8 @@ final class FilePresenterRegistry: @unchecked Sendable {
     // MARK: Registration
 
     func add(_ presenter: any FilePresenter) {
+        reports.lock()
+        defer { reports.unlock() }
         let id = ObjectIdentifier(presenter)
         let path = Self.canonicalPath(of: presenter)
         lock.withLock {
@@ -90,6 +97,8 @@ final class FilePresenterRegistry: @unchecked Sendable {
     /// The live presenters with their items' canonical paths, as the presenters report them now (a presenter that
     /// changed its URL by itself is re-recorded and re-watched).
     func registered(excluding excluded: ObjectIdentifier?) -> [Registered] {
+        reports.lock()
+        defer { reports.unlock() }
         let live = lock.withLock {
             pruneDeallocated()
             return entries.values.sorted { $0.order < $1.order }.compactMap(\.presenter)
@@ -147,18 +156,6 @@ final class FilePresenterRegistry: @unchecked Sendable {
             // rewritten in place of itself (every safe save) keeps its folder's watch.
             let directoryRefreshed = outcome.refreshed.contains { entries[$0]?.identity?.isDirectory == true }
             if !outcome.moves.isEmpty || directoryRefreshed { syncWatches() }
-        }
-    }
-
-    /// Re-records the item of the presenter `id` from its current URL (after its own coordinated access).
-    func refresh(_ presenter: any FilePresenter) {
-        let id = ObjectIdentifier(presenter)
-        let path = Self.canonicalPath(of: presenter)
-        lock.withLock {
-            guard entries[id] != nil else { return }
-            entries[id]?.reportedPath = path
-            setPath(path, of: id)
-            syncWatches()
         }
     }
 
