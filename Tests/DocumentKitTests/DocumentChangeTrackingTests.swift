@@ -36,6 +36,32 @@ struct DocumentChangeTrackingTests {
         await document.close()
     }
 
+    @Test("an autosave queued behind a save that wrote everything writes nothing over another writer's later save")
+    func queuedAutosaveOfACleanDocument() async throws {
+        let directory = try TemporaryDirectory()
+        let url = directory.file("note.txt")
+        let document = NoteDocument(fileURL: url)
+        document.autosaveDelay = .seconds(3600)
+        document.text = "v1"
+        #expect(await document.save(to: url, for: .forCreating))
+
+        document.edit("v2")
+        // Two autosaves asked for while the document is dirty (a timer's and a close's, say), with another file
+        // access between them in which another writer replaces the file.
+        let answers: [Bool] = await withCheckedContinuation { continuation in
+            let first = AnswerBox()
+            document.autosave { first.value = $0 }
+            document.performAsynchronousFileAccess {
+                try? Data("theirs".utf8).write(to: url, options: .atomic)
+            }
+            document.autosave { continuation.resume(returning: [first.value, $0]) }
+        }
+        #expect(answers == [true, true], "the second found nothing left to save")
+        #expect(try String(contentsOf: url, encoding: .utf8) == "theirs", "the other writer's save is kept")
+        #expect(!document.hasUnsavedChanges)
+        await document.close()
+    }
+
     @Test("an edit is autosaved once the delay has passed on the document's clock, and not before")
     func autosaveWaitsOnItsClock() async throws {
         let directory = try TemporaryDirectory()
@@ -181,4 +207,10 @@ struct DocumentUndoCloseTests {
         #expect(await document.close())
         #expect(try String(contentsOf: url, encoding: .utf8) == "a, b")
     }
+}
+
+/// The answer of a completion handler, kept on the main actor until another handler reads it.
+@MainActor
+private final class AnswerBox {
+    var value = false
 }

@@ -4,6 +4,12 @@ import Foundation
     import Glibc
 #endif
 
+/// Whether the save being asked for comes from ``Document/autosave(completionHandler:)``, which saves only what is
+/// still unsaved when the save's turn comes (the save's task inherits the value).
+enum AutosaveScope {
+    @TaskLocal static var isAutosave = false
+}
+
 extension Document {
 
     /// Saves the document, throwing a ``DocumentError`` (or what the subclass threw) on failure.
@@ -18,7 +24,12 @@ extension Document {
         turn: FileAccessSerializer.Ticket,
         ownFile: Bool
     ) async throws {
-        try await inTurn(turn) { try await performSave(to: url, for: saveOperation, ownFile: ownFile) }
+        let isAutosave = AutosaveScope.isAutosave && saveOperation == .forOverwriting && ownFile
+        try await inTurn(turn) {
+            // (After a deletion the save goes on, to report that it was dropped.)
+            if isAutosave && !wasDeleted && (!hasUnsavedChanges || documentState.contains(.closed)) { return }
+            try await performSave(to: url, for: saveOperation, ownFile: ownFile)
+        }
     }
 
     /// Whether `url` names the document's own file now — decided when a save is asked for, so that a save of the

@@ -266,7 +266,11 @@ open class Document: FilePresenter {
             }
             return
         }
-        save(to: fileURL, for: .forOverwriting, completionHandler: completionHandler)
+        // The save asks again in its turn: one queued behind another save that wrote everything has nothing to add,
+        // and writing the same contents again would put them over what another writer may have saved in between.
+        AutosaveScope.$isAutosave.withValue(true) {
+            save(to: fileURL, for: .forOverwriting, completionHandler: completionHandler)
+        }
     }
 
     /// Autosaves; `true` when the save succeeded or nothing needed saving. Calls ``autosave(completionHandler:)``.
