@@ -15,21 +15,29 @@ enum StorageDriverKind: String, CaseIterable, Codable, Sendable, CustomTestStrin
     /// ``SQLiteMetadataStore`` and ``S3ChunkStore`` in the bucket of `UBIQUITY_S3_URL`, under a prefix of the test's
     /// own.
     case s3
+    /// ``PostgresMetadataStore`` in the database of `UBIQUITY_POSTGRES_URL`, in a schema of the test's own, and
+    /// ``FileChunkStore`` in a folder.
+    case postgres
 
     var testDescription: String {
         switch self {
         case .sqlite: "SQLite + file chunks"
         case .s3: "SQLite + S3 chunks"
+        case .postgres: "PostgreSQL + file chunks"
         }
     }
 
-    /// The drivers of the metadata tests: the S3 driver's metadata store is SQLite's, tested once.
-    static var available: [StorageDriverKind] { [.sqlite] }
+    /// The drivers of the metadata tests: SQLite's, and PostgreSQL's when `UBIQUITY_POSTGRES_URL` names a server
+    /// (`.ci/run` starts one) and always in CI, where a missing server fails its tests instead of leaving them out.
+    /// (The S3 driver's metadata store is SQLite's, tested once.)
+    static var available: [StorageDriverKind] {
+        StorageFixtures.postgresURL != nil || StorageFixtures.isCI ? [.sqlite, .postgres] : [.sqlite]
+    }
 
     /// The drivers of the chunk-store tests: the S3 one too when `UBIQUITY_S3_URL` names a server (`.ci/run` starts
-    /// one), and always in CI, where a missing server fails its tests instead of leaving them out.
+    /// one), and always in CI. (The PostgreSQL driver's chunk store is the folder one, tested once.)
     static var chunkDrivers: [StorageDriverKind] {
-        StorageFixtures.s3URL != nil || StorageFixtures.isCI ? allCases : [.sqlite]
+        StorageFixtures.s3URL != nil || StorageFixtures.isCI ? [.sqlite, .s3] : [.sqlite]
     }
 
     /// Opens the driver's stores on `directory`, creating them when it is empty. Opening again on the same
@@ -59,6 +67,17 @@ enum StorageDriverKind: String, CaseIterable, Codable, Sendable, CustomTestStrin
             let url = try #require(StorageFixtures.s3URL, "UBIQUITY_S3_URL names no S3 server (.ci/run starts one)")
             let chunks = try await S3ChunkStore.open(url: url, prefix: "tests/\(directory.lastPathComponent)")
             return StorageUnderTest(metadata: metadata, chunks: chunks, unfinishedUploads: { chunks.unfinishedUploads })
+        case .postgres:
+            let metadata = try await StorageFixtures.postgresStore(
+                schema: directory.path, retention: retention, clock: clock)
+            let chunks = try FileChunkStore(root: directory.appendingPathComponent("chunks", isDirectory: true))
+            let incoming = chunks.root.appendingPathComponent("incoming", isDirectory: true)
+            return StorageUnderTest(
+                metadata: metadata, chunks: chunks,
+                unfinishedUploads: {
+                    try FileManager.default.contentsOfDirectory(atPath: incoming.path).count
+                        + chunks.unfinishedUploadsInMemory
+                })
         }
     }
 
@@ -95,8 +114,23 @@ func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> 
 enum StorageFixtures {
     /// The S3 server of the S3 driver's tests, `s3://BUCKET?endpoint=…` (see ``S3Client/Configuration``).
     static let s3URL = ProcessInfo.processInfo.environment["UBIQUITY_S3_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    /// The PostgreSQL database of the PostgreSQL driver's tests, `postgres://USER:PASSWORD@HOST:PORT/DATABASE`.
+    static let postgresURL = ProcessInfo.processInfo.environment["UBIQUITY_POSTGRES_URL"].flatMap {
+        $0.isEmpty ? nil : $0
+    }
     /// Whether the tests run in CI (`CI=true`), where every driver must be there.
     static let isCI = ProcessInfo.processInfo.environment["CI"] == "true"
+
+    /// A PostgreSQL store in a schema named after `schema` (any text: a directory's path, say) in the database of
+    /// `UBIQUITY_POSTGRES_URL`; opening the same schema again opens the same data, as another node does.
+    static func postgresStore(
+        schema: String, retention: VersionRetention = retention, clock: @escaping @Sendable () -> Date = clock
+    ) async throws -> PostgresMetadataStore {
+        let url = try #require(postgresURL, "UBIQUITY_POSTGRES_URL names no PostgreSQL server (.ci/run starts one)")
+        let name = "t_" + SHA256.hash(data: Data(schema.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
+        return try await PostgresMetadataStore.open(
+            url: url + "?schema=\(name)&pool=4", retention: retention, clock: clock)
+    }
 
     /// The time the stores' clock says it is: a whole second, so every stored date survives a round trip exactly.
     static let now = Date(timeIntervalSinceReferenceDate: 800_000_000)

@@ -3,13 +3,6 @@ import GRDB
 import UbiquityProtocol
 
 extension SQLiteMetadataStore {
-    /// A container's row: its epoch and the latest sequence numbers of its feed and key-value store.
-    struct ContainerState {
-        var epoch: String
-        var feedSequence: Int64
-        var keyValueSequence: Int64
-    }
-
     /// The container's state, made on first use when `create` is set.
     static func containerState(_ key: ContainerKey, in db: Database, create: Bool) throws -> ContainerState? {
         let row = try db.fetchRow(
@@ -20,7 +13,7 @@ extension SQLiteMetadataStore {
                 epoch: row["epoch"], feedSequence: row["feed_sequence"], keyValueSequence: row["kv_sequence"])
         }
         guard create else { return nil }
-        let epoch = String(UUID().uuidString.lowercased().filter { $0 != "-" }.prefix(16))
+        let epoch = StoredForm.newEpoch()
         try db.run(
             sql: "INSERT INTO container (account_id, container_id, epoch) VALUES (?, ?, ?)",
             arguments: [key.account.string, key.container.string, epoch])
@@ -54,7 +47,7 @@ extension SQLiteMetadataStore {
         try await pool.read { db in
             let state =
                 try Self.containerState(container, in: db, create: false)
-                ?? ContainerState(epoch: "0", feedSequence: 0, keyValueSequence: 0)
+                ?? .empty
             let start =
                 try since.map {
                     try FeedToken($0, feed: .changes, epoch: state.epoch, latest: state.feedSequence).sequence

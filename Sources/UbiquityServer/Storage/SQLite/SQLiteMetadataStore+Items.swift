@@ -3,22 +3,9 @@ import GRDB
 import UbiquityProtocol
 
 extension SQLiteMetadataStore {
-    /// An item as stored: its record and its versions.
-    struct StoredItem {
-        var record: ItemRecord
-        var versions: ItemVersions
-    }
-
-    /// The result of one item operation, before its feed token is known.
-    struct ItemChange {
-        var changes: [Change]
-        var outcome: CommitOutcome? = nil
-        var version: VersionRecord? = nil
-    }
-
     public func createItem(_ request: CreateItemRequest, in container: ContainerKey) async throws -> ItemResponse {
         if let version = request.version {
-            try Self.check(version, fits: request.kind, of: request.id)
+            try version.check(fits: request.kind, of: request.id)
         }
         let now = clock()
         let retention = retention
@@ -51,7 +38,7 @@ extension SQLiteMetadataStore {
                         switch operation {
                         case .create(let request):
                             if let version = request.version {
-                                try Self.check(version, fits: request.kind, of: request.id)
+                                try version.check(fits: request.kind, of: request.id)
                             }
                             response = try Self.createItem(
                                 request, in: container, db: db, retention: retention, now: now)
@@ -73,7 +60,7 @@ extension SQLiteMetadataStore {
     ) throws -> ItemResponse {
         let item = try loadExisting(payload.itemID, in: container, db: db)
         let version = try payload.resolved { item.versions.versions[$0]?.manifest }
-        try check(version, fits: item.record.kind, of: item.record.id)
+        try version.check(fits: item.record.kind, of: item.record.id)
         var response = try commit(version, to: item, in: container, db: db, retention: retention, now: now)
         if payload.deltaBase != nil, response.version?.id == version.id { response.version = nil }
         return response
@@ -218,19 +205,6 @@ extension SQLiteMetadataStore {
             return ItemChange(changes: changes, outcome: .conflict, version: item.versions.versions[id])
         case .identical(let existing):
             return ItemChange(changes: changes, outcome: .identical, version: item.versions.versions[existing])
-        }
-    }
-
-    /// Refuses a version that is not of `item` or whose content does not fit the item's kind.
-    private static func check(_ version: VersionRecord, fits kind: ItemKind, of item: ItemID) throws(ProtocolError) {
-        guard version.itemID == item else {
-            throw ProtocolError(.invalidRecord, "version \(version.id) names item \(version.itemID), not \(item)")
-        }
-        switch (kind, version.manifest) {
-        case (.file, .file), (.package, .package): return
-        case (.directory, _): throw ProtocolError(.kindMismatch, "a directory has no content versions")
-        default:
-            throw ProtocolError(.kindMismatch, "version \(version.id) does not hold the content of a \(kind.rawValue)")
         }
     }
 

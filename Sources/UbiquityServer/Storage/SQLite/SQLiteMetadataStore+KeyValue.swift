@@ -39,7 +39,7 @@ extension SQLiteMetadataStore {
         try await pool.read { db in
             let state =
                 try Self.containerState(container, in: db, create: false)
-                ?? ContainerState(epoch: "0", feedSequence: 0, keyValueSequence: 0)
+                ?? .empty
             let start = try since.map {
                 try FeedToken($0, feed: .keyValues, epoch: state.epoch, latest: state.keyValueSequence).sequence
             }

@@ -103,22 +103,9 @@ public struct SQLiteMetadataStore: MetadataStore {
         return migrator
     }
 
-    /// The JSON coders for stored records (sorted keys, so equal records store equal text).
-    static func encode(_ value: some Encodable) throws -> String {
-        String(decoding: try encoder.encode(value), as: UTF8.self)
-    }
-
-    static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
-        try decoder.decode(type, from: Data(text.utf8))
-    }
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-    private static let decoder = JSONDecoder()
-
-    static func microseconds(_ date: Date) -> Int64 { WireTimestamp.microseconds(of: date) }
-    static func date(_ microseconds: Int64) -> Date { WireTimestamp.date(microseconds: microseconds) }
+    /// Records and times as every driver stores them (``StoredForm``).
+    static func encode(_ value: some Encodable) throws -> String { try StoredForm.encode(value) }
+    static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T { try StoredForm.decode(type, text) }
+    static func microseconds(_ date: Date) -> Int64 { StoredForm.microseconds(date) }
+    static func date(_ microseconds: Int64) -> Date { StoredForm.date(microseconds) }
 }

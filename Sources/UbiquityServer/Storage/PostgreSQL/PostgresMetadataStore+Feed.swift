@@ -1,0 +1,85 @@
+import Foundation
+import PostgresNIO
+import UbiquityProtocol
+
+extension PostgresMetadataStore {
+    /// The container's row, made on first use and locked until the transaction ends: every write to a container
+    /// takes this first, so writes to one container run one after another on every node.
+    static func lockContainer(_ key: ContainerKey, in db: PostgresTransaction) async throws -> ContainerState {
+        let (account, container) = (key.account.string, key.container.string)
+        try await db.run(
+            """
+            INSERT INTO container (account_id, container_id, epoch) VALUES (\(account), \(container), \
+            \(StoredForm.newEpoch())) ON CONFLICT DO NOTHING
+            """)
+        guard
+            let (epoch, feed, keyValues) = try await db.row(
+                """
+                SELECT epoch, feed_sequence, kv_sequence FROM container
+                WHERE account_id = \(account) AND container_id = \(container) FOR UPDATE
+                """, as: (String, Int64, Int64).self)
+        else { throw ProtocolError(.internalError, "container \(container) vanished while it was written") }
+        return ContainerState(epoch: epoch, feedSequence: feed, keyValueSequence: keyValues)
+    }
+
+    /// The container's state as the transaction's snapshot sees it, or ``ContainerState/empty``.
+    static func containerState(_ key: ContainerKey, in db: PostgresTransaction) async throws -> ContainerState {
+        guard
+            let (epoch, feed, keyValues) = try await db.row(
+                """
+                SELECT epoch, feed_sequence, kv_sequence FROM container
+                WHERE account_id = \(key.account.string) AND container_id = \(key.container.string)
+                """, as: (String, Int64, Int64).self)
+        else { return .empty }
+        return ContainerState(epoch: epoch, feedSequence: feed, keyValueSequence: keyValues)
+    }
+
+    /// Appends `changes` to the feed of the container locked as `state`; returns the token after them.
+    static func append(
+        _ changes: [Change], to key: ContainerKey, state: inout ContainerState, in db: PostgresTransaction
+    )
+        async throws -> ChangeToken
+    {
+        if !changes.isEmpty {
+            let first = state.feedSequence + 1
+            state.feedSequence += Int64(changes.count)
+            let bodies = try changes.map { try StoredForm.encode($0) }
+            try await db.run(
+                """
+                INSERT INTO change (account_id, container_id, sequence, body)
+                SELECT \(key.account.string), \(key.container.string), \(first) + ordinality - 1, body
+                FROM unnest(\(bodies)) WITH ORDINALITY AS entry(body, ordinality)
+                """)
+            try await db.run(
+                """
+                UPDATE container SET feed_sequence = \(state.feedSequence)
+                WHERE account_id = \(key.account.string) AND container_id = \(key.container.string)
+                """)
+        }
+        return FeedToken(feed: .changes, epoch: state.epoch, sequence: state.feedSequence).token
+    }
+
+    public func changes(in container: ContainerKey, since: ChangeToken?, limit: Int) async throws -> ChangePage {
+        try await read { db in
+            let state = try await Self.containerState(container, in: db)
+            let start =
+                try since.map {
+                    try FeedToken($0, feed: .changes, epoch: state.epoch, latest: state.feedSequence).sequence
+                } ?? 0
+            let pageSize = min(max(1, limit), 100_000)
+            let rows = try await db.rows(
+                """
+                SELECT sequence, body FROM change
+                WHERE account_id = \(container.account.string) AND container_id = \(container.container.string)
+                    AND sequence > \(start)
+                ORDER BY sequence LIMIT \(pageSize + 1)
+                """, as: (Int64, String).self)
+            let page = rows.prefix(pageSize)
+            let changes = try page.map { try StoredForm.decode(Change.self, $0.1) }
+            let last = page.last?.0 ?? start
+            return ChangePage(
+                changes: changes, nextToken: FeedToken(feed: .changes, epoch: state.epoch, sequence: last).token,
+                hasMore: rows.count > page.count)
+        }
+    }
+}
