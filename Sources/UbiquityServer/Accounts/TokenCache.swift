@@ -43,6 +43,11 @@ final class TokenCache: Sendable {
         }
     }
 
+    /// Forgets every token (revocations may have gone unheard).
+    func removeAll() {
+        entries.withLock { $0.removeAll() }
+    }
+
     /// Forgets the token with this id (it was revoked).
     func remove(id: UUID) {
         entries.withLock { entries in

@@ -11,14 +11,29 @@ struct RouteEnvironment: Sendable {
     let hub: PushHub
     let configuration: ServerConfiguration
     let metrics: ServerMetrics
+    /// How this node tells the others sharing its database of changes (`nil`: it is the only one).
+    let cluster: (any ClusterBus)?
     /// Tokens recently checked by the authentication middleware.
-    let tokens = TokenCache()
+    let tokens: TokenCache
     /// The quota chunk uploads under way hold.
     let quota = QuotaReservations()
     /// The drafts of versions being uploaded.
     let drafts = DraftBoard()
     /// A hash checked when a login names no account, so that answering takes as long as for a real one.
     let decoyHash = DecoyHash()
+
+    init(
+        store: any MetadataStore, chunks: any ChunkStore, hub: PushHub, configuration: ServerConfiguration,
+        metrics: ServerMetrics, cluster: (any ClusterBus)?
+    ) {
+        self.store = store
+        self.chunks = chunks
+        self.hub = hub
+        self.configuration = configuration
+        self.metrics = metrics
+        self.cluster = cluster
+        tokens = TokenCache(lifetime: configuration.tokenCacheLifetime)
+    }
 
     /// Decodes a JSON body of at most the configured size.
     /// - Throws: ``ProtocolError/Code/bodyTooLarge``, ``ProtocolError/Code/malformedRequest`` or the code of a
@@ -55,6 +70,33 @@ struct RouteEnvironment: Sendable {
         metrics.commits.increment(by: Int64(count))
         if response.version != nil || response.item.isDeleted { drafts.end(response.item.id, in: container) }
         hub.publish(.changed(container: container.container, token: response.token), to: container)
+        cluster?.announce(.changed(account: container.account, container: container.container, token: response.token))
+    }
+
+    /// Acts on what another node said: tells this node's subscribers of changes made through it, forgets a token it
+    /// revoked; after events may have been missed, forgets every cached token and tells every subscriber where its
+    /// containers' feeds are now.
+    func hear(_ signal: ClusterSignal) async {
+        switch signal {
+        case .event(.changed(let account, let container, let token)):
+            hub.publish(
+                .changed(container: container, token: token), to: ContainerKey(account: account, container: container))
+        case .event(.keyValueChanged(let account, let container, let token)):
+            hub.publish(
+                .keyValueChanged(container: container, token: token),
+                to: ContainerKey(account: account, container: container))
+        case .event(.tokenRevoked(let id)):
+            tokens.remove(id: id)
+        case .resynchronize:
+            tokens.removeAll()
+            guard let store = store as? PostgresMetadataStore,
+                let latest = try? await store.latestTokens(of: hub.subscribedContainers)
+            else { return }
+            for (key, tokens) in latest {
+                hub.publish(.changed(container: key.container, token: tokens.changes), to: key)
+                hub.publish(.keyValueChanged(container: key.container, token: tokens.keyValues), to: key)
+            }
+        }
     }
 
     /// The decoy hash, made on first use.

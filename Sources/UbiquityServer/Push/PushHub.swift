@@ -37,6 +37,11 @@ public final class PushHub: Sendable {
         }
     }
 
+    /// The containers some connection is subscribed to.
+    public var subscribedContainers: [ContainerKey] {
+        state.withLock { Array($0.subscribers.filter { !$0.value.isEmpty }.keys) }
+    }
+
     /// Registers a connection of `account`; its messages arrive on the returned stream.
     public func connect(account: AccountID) -> (Connection, AsyncStream<PushMessage>) {
         let (stream, continuation) = AsyncStream.makeStream(

@@ -49,8 +49,8 @@ public struct ServerConfiguration: Sendable {
         }
     }
 
-    /// The folder holding the database and chunks (`ubiquity.sqlite`, `chunks/` unless ``chunkStore`` names another
-    /// place).
+    /// The folder holding the database and chunks (`ubiquity.sqlite`, `chunks/`, unless ``database`` and
+    /// ``chunkStore`` name other places).
     public var dataDirectory: URL
     /// The address to listen on (default `127.0.0.1`).
     public var host: String
@@ -79,6 +79,14 @@ public struct ServerConfiguration: Sendable {
     /// `s3://BUCKET?endpoint=URL[&region=R][&prefix=P]` for S3-compatible object storage, its keys from the
     /// environment (``S3Client/Configuration/init(url:environment:)``).
     public var chunkStore: String?
+    /// Where metadata lives: `nil` (the default) for `ubiquity.sqlite` in ``dataDirectory``, or
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=S&sslmode=require&pool=N]` for PostgreSQL, shared by
+    /// any number of nodes (``PostgresMetadataStore/open(url:retention:clock:environment:logger:)``).
+    public var database: String?
+    /// How long a node trusts a device token it checked without asking the database again (default 5 s). A token
+    /// revoked through another node is dropped at once when the nodes share PostgreSQL (they tell each other), and
+    /// within this time should that message be lost.
+    public var tokenCacheLifetime: Duration = .seconds(5)
 
     /// Creates a configuration with the documented defaults.
     public init(
@@ -86,7 +94,8 @@ public struct ServerConfiguration: Sendable {
         openRegistration: Bool = false, defaultQuotaBytes: Int64? = nil, bcryptCost: UInt8 = 12,
         limits: Limits = Limits(), retention: VersionRetention = VersionRetention(),
         keyValueLimits: KeyValueLimits = .apple, heartbeatInterval: Duration = .seconds(20),
-        durability: SQLiteMetadataStore.Durability = .processCrash, chunkStore: String? = nil
+        durability: SQLiteMetadataStore.Durability = .processCrash, chunkStore: String? = nil,
+        database: String? = nil
     ) {
         self.dataDirectory = dataDirectory
         self.host = host
@@ -101,5 +110,6 @@ public struct ServerConfiguration: Sendable {
         self.heartbeatInterval = heartbeatInterval
         self.durability = durability
         self.chunkStore = chunkStore
+        self.database = database
     }
 }

@@ -24,6 +24,8 @@ public struct UbiquityService: Sendable {
     public let chunks: any ChunkStore
     /// The push fan-out.
     public let hub: PushHub
+    /// How this node tells the others sharing its database of changes (`nil`: it is the only one).
+    public let cluster: (any ClusterBus)?
     /// The service's figures.
     public let metrics: ServerMetrics
     /// Every route the service answers (HTTP and WebSocket), as registered.
@@ -31,13 +33,18 @@ public struct UbiquityService: Sendable {
     let logger: Logger
 
     /// A service on the embedded default storage in `configuration.dataDirectory`: `ubiquity.sqlite` and
-    /// `chunks/`, both made when missing, or the chunks in the S3 bucket of `configuration.chunkStore`. Uploads a
-    /// crash interrupted are cleared.
+    /// `chunks/`, both made when missing; or the metadata in the PostgreSQL database of `configuration.database`,
+    /// and the chunks in the S3 bucket of `configuration.chunkStore`. Uploads a crash interrupted are cleared.
     public init(configuration: ServerConfiguration, logger: Logger = Logger(label: "ubiquity.server")) async throws {
         try FileManager.default.createDirectory(at: configuration.dataDirectory, withIntermediateDirectories: true)
-        let store = try SQLiteMetadataStore(
-            path: configuration.dataDirectory.appendingPathComponent("ubiquity.sqlite").path,
-            retention: configuration.retention, durability: configuration.durability)
+        let store: any MetadataStore
+        if let database = configuration.database {
+            store = try await PostgresMetadataStore.open(url: database, retention: configuration.retention)
+        } else {
+            store = try SQLiteMetadataStore(
+                path: configuration.dataDirectory.appendingPathComponent("ubiquity.sqlite").path,
+                retention: configuration.retention, durability: configuration.durability)
+        }
         let chunks: any ChunkStore
         if let location = configuration.chunkStore {
             chunks = try await S3ChunkStore.open(url: location)
@@ -45,15 +52,17 @@ public struct UbiquityService: Sendable {
             chunks = try FileChunkStore(root: configuration.dataDirectory.appendingPathComponent("chunks"))
         }
         try await chunks.removeAbandonedUploads()
-        self.init(configuration: configuration, store: store, chunks: chunks, logger: logger)
+        let cluster = (store as? PostgresMetadataStore)?.makeClusterBus()
+        self.init(configuration: configuration, store: store, chunks: chunks, cluster: cluster, logger: logger)
     }
 
     /// A service on the given drivers.
     public init(
         configuration: ServerConfiguration, store: any MetadataStore, chunks: any ChunkStore,
-        logger: Logger = Logger(label: "ubiquity.server")
+        cluster: (any ClusterBus)? = nil, logger: Logger = Logger(label: "ubiquity.server")
     ) {
         self.configuration = configuration
+        self.cluster = cluster
         self.store = store
         self.chunks = chunks
         self.logger = logger
@@ -64,7 +73,8 @@ public struct UbiquityService: Sendable {
         self.routes =
             Self.routers(
                 for: RouteEnvironment(
-                    store: store, chunks: chunks, hub: hub, configuration: configuration, metrics: metrics)
+                    store: store, chunks: chunks, hub: hub, configuration: configuration, metrics: metrics,
+                    cluster: nil)
             ).routes
     }
 
@@ -103,9 +113,10 @@ public struct UbiquityService: Sendable {
     public func makeApplication(onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }) throws
         -> some ApplicationProtocol
     {
-        let routers = Self.routers(
-            for: RouteEnvironment(
-                store: store, chunks: chunks, hub: hub, configuration: configuration, metrics: metrics))
+        let environment = RouteEnvironment(
+            store: store, chunks: chunks, hub: hub, configuration: configuration, metrics: metrics, cluster: cluster)
+        cluster?.start { signal in await environment.hear(signal) }
+        let routers = Self.routers(for: environment)
         let webSocketResponder = routers.push.buildResponder()
         let webSocket = HTTP1WebSocketUpgradeChannel.Configuration(
             ws: .init(maxFrameSize: 1 << 20, autoPing: .enabled(timePeriod: .seconds(30))))

@@ -27,7 +27,30 @@ struct DataDirectoryOptions: ParsableArguments {
         return (base as NSString).appendingPathComponent("ubiquity-server")
     }
 
+    @Option(
+        help: ArgumentHelp(
+            "Where metadata lives (default: ubiquity.sqlite in the data directory; also UBIQUITY_DATABASE).",
+            discussion: """
+                postgres://USER@HOST[:PORT]/DATABASE[?schema=SCHEMA&sslmode=require&pool=N] keeps it in PostgreSQL, \
+                shared by every node given the same URL; the password is read from UBIQUITY_DATABASE_PASSWORD \
+                (or PGPASSWORD) unless the URL holds it.
+                """))
+    var database: String?
+
     var url: URL { URL(fileURLWithPath: data, isDirectory: true) }
+
+    /// The metadata store's address: `--database`, else `UBIQUITY_DATABASE`, else the embedded default (`nil`).
+    var databaseURL: String? { database ?? ProcessInfo.processInfo.environment["UBIQUITY_DATABASE"] }
+
+    /// Where the data is, for a log line: without any secret an address may hold.
+    func describe(chunks: String?) -> String {
+        var parts = [data]
+        if let host = databaseURL.flatMap({ URLComponents(string: $0) }) {
+            parts.append("database: postgres://\(host.host ?? "")\(host.port.map { ":\($0)" } ?? "")\(host.path)")
+        }
+        if let bucket = chunks.flatMap({ URLComponents(string: $0)?.host }) { parts.append("chunks: s3://\(bucket)") }
+        return parts.joined(separator: ", ")
+    }
 }
 
 extension ServerCommand {
@@ -80,11 +103,10 @@ extension ServerCommand {
                 configuration.tls = .init(certificatePath: tlsCertificate, privateKeyPath: tlsKey)
             }
             configuration.chunkStore = chunks ?? ProcessInfo.processInfo.environment["UBIQUITY_CHUNKS"]
+            configuration.database = storage.databaseURL
             let service = try await UbiquityService(configuration: configuration, logger: logger)
             let address = "\(configuration.tls == nil ? "http" : "https")://\(host)"
-            // Where the data is, without any secret the chunks' address may hold.
-            let bucket = configuration.chunkStore.flatMap { URLComponents(string: $0)?.host }
-            let data = storage.data + (bucket.map { ", chunks: s3://\($0)" } ?? "")
+            let data = storage.describe(chunks: configuration.chunkStore)
             let application = try service.makeApplication { channel in
                 let port = channel.localAddress?.port ?? 0
                 // Scripts and tests read the port from this line, so it goes out at once.
@@ -110,7 +132,8 @@ extension ServerCommand {
                 throw ValidationError("give the password on standard input")
             }
             let service = try await UbiquityService(
-                configuration: ServerConfiguration(dataDirectory: storage.url, bcryptCost: bcryptCost))
+                configuration: ServerConfiguration(
+                    dataDirectory: storage.url, bcryptCost: bcryptCost, database: storage.databaseURL))
             let account = try await service.addUser(name: name, password: password, quotaBytes: quota)
             print("created account \(account.name) (\(account.id))")
         }

@@ -63,6 +63,7 @@ extension RouteEnvironment {
                 try await store.revokeToken(id, of: identity.info.accountID, at: Date())
             else { throw ProtocolError(.tokenNotFound, "the account has no token \(text.prefix(80))") }
             tokens.remove(id: id)
+            cluster?.announce(.tokenRevoked(id))
             return Response(status: .noContent)
         }
     }

@@ -32,6 +32,8 @@ extension RouteEnvironment {
                 batch.writes, from: identity.info.device.id, in: container, limits: configuration.keyValueLimits)
             if !response.changedKeys.isEmpty {
                 hub.publish(.keyValueChanged(container: container.container, token: response.token), to: container)
+                cluster?.announce(
+                    .keyValueChanged(account: container.account, container: container.container, token: response.token))
             }
             return try json(response)
         }

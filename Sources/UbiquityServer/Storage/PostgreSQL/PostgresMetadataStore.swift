@@ -48,7 +48,12 @@ public final class PostgresMetadataStore: MetadataStore {
                 id: 0, logger: logger)
             try await connection.close()
         } catch let error as PSQLError {
-            throw PostgresStoreError(error, location: "\(location.host):\(location.port)/\(location.database)")
+            let place = "\(location.host):\(location.port)/\(location.database)"
+            if location.password == nil, error.code == .authMechanismRequiresPassword {
+                throw PostgresStoreError(
+                    "PostgreSQL at \(place) asks for a password: give it in UBIQUITY_DATABASE_PASSWORD (or the URL)")
+            }
+            throw PostgresStoreError(error, location: place)
         }
         let store = PostgresMetadataStore(location: location, retention: retention, clock: clock, logger: logger)
         try await store.migrate(schema: location.schema)
@@ -69,10 +74,35 @@ public final class PostgresMetadataStore: MetadataStore {
         self.clock = clock
         self.logger = logger
         self.location = "\(location.host):\(location.port)/\(location.database)"
-        running = Task { await client.run() }
+        // Started at once (not scheduled), so that the pool runs before the first query asks it for a connection.
+        running = Task.immediate { await client.run() }
     }
 
     deinit { running.cancel() }
+
+    // MARK: Nodes
+
+    /// How this node tells the others sharing the database of changes, and hears of theirs.
+    public func makeClusterBus() -> PostgresClusterBus {
+        PostgresClusterBus(store: self, logger: logger)
+    }
+
+    /// Where the feeds and key-value stores of `containers` are now.
+    func latestTokens(of containers: [ContainerKey]) async throws
+        -> [ContainerKey: (changes: ChangeToken, keyValues: ChangeToken)]
+    {
+        try await read { db in
+            var tokens: [ContainerKey: (changes: ChangeToken, keyValues: ChangeToken)] = [:]
+            for key in containers {
+                let state = try await Self.containerState(key, in: db)
+                tokens[key] = (
+                    FeedToken(feed: .changes, epoch: state.epoch, sequence: state.feedSequence).token,
+                    FeedToken(feed: .keyValues, epoch: state.epoch, sequence: state.keyValueSequence).token
+                )
+            }
+            return tokens
+        }
+    }
 
     // MARK: Transactions
 
@@ -313,6 +343,12 @@ public final class PostgresMetadataStore: MetadataStore {
 public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
     public let description: String
     init(_ description: String) { self.description = description }
+
+    /// `error` as a message for a log line: readably when it is PostgreSQL's.
+    static func describing(_ error: any Error, location: String) -> String {
+        if let error = error as? PSQLError { return PostgresStoreError(error, location: location).description }
+        return "\(error)"
+    }
 
     /// What PostgreSQL (or the way to it) answered, readably: the server's message and SQLSTATE, or why the
     /// connection failed. (`PSQLError`'s own description says nothing, to keep queries out of logs.)

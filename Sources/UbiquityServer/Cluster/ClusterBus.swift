@@ -1,0 +1,31 @@
+import Foundation
+import UbiquityProtocol
+
+/// What one node tells the other nodes sharing its database after a change is committed.
+public enum ClusterEvent: Codable, Sendable, Equatable {
+    /// A container's feed moved to `token`.
+    case changed(account: AccountID, container: ContainerID, token: ChangeToken)
+    /// A container's key-value store moved to `token`.
+    case keyValueChanged(account: AccountID, container: ContainerID, token: ChangeToken)
+    /// A device token was revoked.
+    case tokenRevoked(UUID)
+}
+
+/// What a node hears from the others.
+public enum ClusterSignal: Sendable, Equatable {
+    /// Another node's event.
+    case event(ClusterEvent)
+    /// The node may have missed events (it listens again after losing its connection): what it caches is to be
+    /// dropped and its push subscribers told where their containers' feeds are now.
+    case resynchronize
+}
+
+/// How the nodes of one deployment tell each other of changes, so that each can push to its own subscribers and
+/// drop what it caches. A hint only: the feed is the truth, and a device that misses one still catches up from it.
+public protocol ClusterBus: Sendable {
+    /// Sends `event` to the other nodes, after the change it reports was committed; never waits for them.
+    func announce(_ event: ClusterEvent)
+    /// Starts hearing the other nodes: `handler` gets each of their events, and ``ClusterSignal/resynchronize``
+    /// whenever events may have been missed.
+    func start(_ handler: @escaping @Sendable (ClusterSignal) async -> Void)
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+import UbiquityProtocol
+
+/// The nodes of a PostgreSQL deployment tell each other of changes with `NOTIFY` on one channel and hear them with
+/// `LISTEN` on a connection of their own.
+///
+/// Events are sent after their change was committed, never inside the write's transaction (a `NOTIFY` there would
+/// take a database-wide lock at every commit), and those queued meanwhile go together in one statement. A node
+/// ignores its own events (its routes told its subscribers already). When the listening connection is lost the
+/// node listens again, with back-off, and then signals ``ClusterSignal/resynchronize``: what was said while it was
+/// deaf is lost, so it drops its caches and points its subscribers at their feeds.
+public final class PostgresClusterBus: ClusterBus {
+    static let channel = "ubiquity_events"
+
+    private struct Message: Codable {
+        var node: UUID
+        var event: ClusterEvent
+    }
+
+    private let store: PostgresMetadataStore
+    private let node = UUID()
+    /// Events not sent yet, and the sender's wake-up call.
+    private let queue = Outbox()
+    private let wake: AsyncStream<Void>.Continuation
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let logger: Logger
+    /// How long to wait before listening again after the connection was lost: the first and the longest wait.
+    private let backoff: (first: Duration, longest: Duration)
+
+    init(
+        store: PostgresMetadataStore, logger: Logger,
+        backoff: (first: Duration, longest: Duration) = (.milliseconds(100), .seconds(5))
+    ) {
+        self.store = store
+        self.logger = logger
+        self.backoff = backoff
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        wake = continuation
+        let sender = Task { [store, queue, logger] in
+            await Self.send(queue, woken: stream, through: store, logger: logger)
+        }
+        tasks.withLock { $0.append(sender) }
+    }
+
+    deinit {
+        wake.finish()
+        for task in tasks.withLock({ $0 }) { task.cancel() }
+    }
+
+    public func announce(_ event: ClusterEvent) {
+        guard let data = try? JSONEncoder().encode(Message(node: node, event: event)) else { return }
+        queue.append(String(decoding: data, as: UTF8.self))
+        wake.yield()
+    }
+
+    public func start(_ handler: @escaping @Sendable (ClusterSignal) async -> Void) {
+        let listener = Task { [store, node, logger, backoff] in
+            var wait = backoff.first
+            var listenedBefore = false
+            while !Task.isCancelled {
+                do {
+                    try await store.client.withConnection { connection in
+                        try await connection.listen(on: Self.channel) { notifications in
+                            wait = backoff.first
+                            if listenedBefore { await handler(.resynchronize) }
+                            listenedBefore = true
+                            for try await notification in notifications {
+                                guard
+                                    let message = try? JSONDecoder().decode(
+                                        Message.self, from: Data(notification.payload.utf8)),
+                                    message.node != node
+                                else { continue }
+                                await handler(.event(message.event))
+                            }
+                        }
+                    }
+                } catch {
+                    if Task.isCancelled { return }
+                    logger.warning(
+                        "lost the connection that hears other nodes; listening again",
+                        metadata: ["error": "\(PostgresStoreError.describing(error, location: store.location))"])
+                }
+                try? await Task.sleep(for: wait)
+                wait = min(wait * 2, backoff.longest)
+            }
+        }
+        tasks.withLock { $0.append(listener) }
+    }
+
+    /// Sends what is queued each time it is woken, everything queued by then in one statement, until the wake-up
+    /// calls end.
+    private static func send(
+        _ queue: Outbox, woken: AsyncStream<Void>, through store: PostgresMetadataStore, logger: Logger
+    ) async {
+        for await _ in woken {
+            let batch = queue.takeAll()
+            guard !batch.isEmpty else { continue }
+            do {
+                try await store.client.withConnection { connection in
+                    _ = try await connection.query(
+                        "SELECT pg_notify(\(channel), payload) FROM unnest(\(batch)) AS payload", logger: logger)
+                }
+            } catch {
+                // A hint lost: devices still catch up from the feed.
+                logger.warning(
+                    "could not tell other nodes of changes",
+                    metadata: ["error": "\(PostgresStoreError.describing(error, location: store.location))"])
+            }
+        }
+    }
+}
+
+/// Events waiting to be sent.
+private final class Outbox: Sendable {
+    private let items = Mutex<[String]>([])
+
+    func append(_ item: String) {
+        items.withLock { $0.append(item) }
+    }
+
+    /// Everything waiting, in order; the box is empty afterwards.
+    func takeAll() -> [String] {
+        items.withLock { items in
+            defer { items.removeAll() }
+            return items
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import HTTPTypes
+import HummingbirdTesting
+import HummingbirdWSClient
+import Synchronization
+import Testing
+import UbiquityProtocol
+import UbiquityServer
+
+/// Two service nodes sharing one PostgreSQL database, each serving over loopback: a device may use either, and
+/// what happens through one reaches the other's devices.
+@Suite(
+    "Service: several nodes on one PostgreSQL database",
+    .enabled(
+        if: StorageFixtures.postgresURL != nil || StorageFixtures.isCI,
+        "UBIQUITY_POSTGRES_URL names no PostgreSQL server (.ci/run starts one)"))
+struct NodesServiceTests {
+    /// A node on the database schema `schema`, trusting checked tokens for an hour: only the nodes' messages
+    /// to each other can make it drop a revoked one in time.
+    private func node(_ schema: String) async throws -> TestServer {
+        let url = try #require(StorageFixtures.postgresURL, "UBIQUITY_POSTGRES_URL names no PostgreSQL server")
+        return try await TestServer.make {
+            $0.database = url + "?schema=\(schema)&pool=4"
+            $0.tokenCacheLifetime = .seconds(3_600)
+        }
+    }
+
+    @Test("a change through one node is pushed to the other's subscribers; a token revoked on one is refused by both")
+    func pushAndRevocationAcrossNodes() async throws {
+        let schema = "nodes_\(UUID().uuidString.prefix(8).lowercased())"
+        let one = try await node(schema)
+        let two = try await node(schema)
+        try await one.test(.live) { first in
+            try await two.test(.live) { second in
+                let laptop = try await Device.signIn(first, account: "ada", device: "laptop")
+                let desktop = try await Device.signIn(second, account: "ada", device: "desktop")
+                let port = try #require(second.port)
+
+                // The desktop listens on the second node; the laptop writes through the first.
+                let heard = try await AuthorizationTests.within(seconds: 60) {
+                    try await Self.firstNews(port: port, token: desktop.token, container: desktop.container) {
+                        let written = try await laptop.send(
+                            .post, laptop.path("kv"),
+                            json: KeyValueBatch(writes: [
+                                KeyValueWrite(key: "theme", value: .string("dark"), timestamp: Date())
+                            ]))
+                        #expect(written.status == .ok)
+                    }
+                }
+                guard case .keyValueChanged(let container, _) = heard else {
+                    Issue.record("expected the key-value change, heard \(heard)")
+                    return
+                }
+                #expect(container == desktop.container)
+
+                // The first node has checked (and cached) the laptop's token; the desktop revokes it on the second.
+                #expect(try await laptop.send(.get, laptop.path("kv")).status == .ok)
+                let revoked = try await desktop.send(.delete, "/v1/tokens/\(laptop.info.id.uuidString)")
+                #expect(revoked.status == .noContent)
+                let refused = try await AuthorizationTests.within(seconds: 60) {
+                    while try await laptop.send(.get, laptop.path("kv")).status != .unauthorized {
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    return true
+                }
+                #expect(refused)
+                #expect(try await desktop.send(.get, desktop.path("kv")).status == .ok)
+            }
+        }
+    }
+
+    /// Subscribes to `container` on the node at `port`, runs `trigger` once subscribed, and returns the first
+    /// message that is neither a heartbeat nor the subscription's answer.
+    private static func firstNews(
+        port: Int, token: String, container: ContainerID, trigger: @escaping @Sendable () async throws -> Void
+    ) async throws -> PushMessage {
+        let result = Mutex<PushMessage?>(nil)
+        try await WebSocketClient.connect(
+            url: "ws://127.0.0.1:\(port)/v1/push",
+            configuration: .init(additionalHeaders: [.authorization: "Bearer \(token)"]),
+            logger: AuthorizationTests.quiet
+        ) { inbound, outbound, _ in
+            try await outbound.write(.text(try AuthorizationTests.encode(.subscribe(containers: [container]))))
+            for try await message in inbound.messages(maxSize: 1 << 20) {
+                guard case .text(let text) = message else { continue }
+                let decoded = try JSONDecoder().decode(PushMessage.self, from: Data(text.utf8))
+                switch decoded {
+                case .heartbeat: continue
+                case .subscribed: try await trigger()
+                default:
+                    result.withLock { $0 = decoded }
+                    return
+                }
+            }
+        }
+        return try #require(result.withLock { $0 })
+    }
+}
