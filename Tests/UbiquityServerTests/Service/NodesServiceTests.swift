@@ -5,7 +5,8 @@ import HummingbirdWSClient
 import Synchronization
 import Testing
 import UbiquityProtocol
-import UbiquityServer
+
+@testable import UbiquityServer
 
 /// Two service nodes sharing one PostgreSQL database, each serving over loopback: a device may use either, and
 /// what happens through one reaches the other's devices.
@@ -67,6 +68,76 @@ struct NodesServiceTests {
                 #expect(try await desktop.send(.get, desktop.path("kv")).status == .ok)
             }
         }
+    }
+
+    @Test("a node whose listening connection is cut listens again, and its subscribers still hear of the change")
+    func listenerCutByTheDatabase() async throws {
+        let schema = "nodes_\(UUID().uuidString.prefix(8).lowercased())"
+        let one = try await node(schema)
+        let two = try await node(schema)
+        let store = try #require(two.service.store as? PostgresMetadataStore)
+        try await one.test(.live) { first in
+            try await two.test(.live) { second in
+                let laptop = try await Device.signIn(first, account: "ada", device: "laptop")
+                let desktop = try await Device.signIn(second, account: "ada", device: "desktop")
+                let port = try #require(second.port)
+                let written = Mutex<ChangeToken?>(nil)
+                let heard = try await AuthorizationTests.within(seconds: 60) {
+                    try await Self.news(port: port, token: desktop.token, container: desktop.container) {
+                        // The database ends the second node's listening connection; the change goes through the
+                        // first at once, while the second may still be deaf.
+                        let cut = try await store.write { db in
+                            try await db.values(
+                                """
+                                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                                WHERE application_name = \("ubiquity node \(store.node)") AND query LIKE 'LISTEN%'
+                                """, as: Bool.self)
+                        }
+                        #expect(cut == [true], "the node's one listening connection was ended")
+                        let response = try await laptop.send(
+                            .post, laptop.path("kv"),
+                            json: KeyValueBatch(writes: [
+                                KeyValueWrite(key: "theme", value: .string("dark"), timestamp: Date())
+                            ])
+                        ).decode(KeyValueBatchResponse.self)
+                        written.withLock { $0 = response.token }
+                    } until: { message in
+                        // The change itself, or the catching-up after listening again, names the new position.
+                        guard case .keyValueChanged(_, let token) = message else { return false }
+                        return token == written.withLock { $0 }
+                    }
+                }
+                #expect(heard.count >= 1)
+            }
+        }
+    }
+
+    /// Subscribes to `container` on the node at `port`, runs `trigger` once subscribed, and returns the messages
+    /// (neither heartbeats nor the subscription's answer) heard until one satisfies `until`.
+    private static func news(
+        port: Int, token: String, container: ContainerID, trigger: @escaping @Sendable () async throws -> Void,
+        until done: @escaping @Sendable (PushMessage) -> Bool
+    ) async throws -> [PushMessage] {
+        let result = Mutex<[PushMessage]>([])
+        try await WebSocketClient.connect(
+            url: "ws://127.0.0.1:\(port)/v1/push",
+            configuration: .init(additionalHeaders: [.authorization: "Bearer \(token)"]),
+            logger: AuthorizationTests.quiet
+        ) { inbound, outbound, _ in
+            try await outbound.write(.text(try AuthorizationTests.encode(.subscribe(containers: [container]))))
+            for try await message in inbound.messages(maxSize: 1 << 20) {
+                guard case .text(let text) = message else { continue }
+                let decoded = try JSONDecoder().decode(PushMessage.self, from: Data(text.utf8))
+                switch decoded {
+                case .heartbeat: continue
+                case .subscribed: try await trigger()
+                default:
+                    result.withLock { $0.append(decoded) }
+                    if done(decoded) { return }
+                }
+            }
+        }
+        return result.withLock { $0 }
     }
 
     /// Subscribes to `container` on the node at `port`, runs `trigger` once subscribed, and returns the first

@@ -21,7 +21,7 @@ public final class PostgresClusterBus: ClusterBus {
     }
 
     private let store: PostgresMetadataStore
-    private let node = UUID()
+    private var node: UUID { store.node }
     /// Events not sent yet, and the sender's wake-up call.
     private let queue = Outbox()
     private let wake: AsyncStream<Void>.Continuation

@@ -21,6 +21,9 @@ public final class PostgresMetadataStore: MetadataStore {
     let logger: Logger
     /// Where the database is, for messages (no password).
     let location: String
+    /// This node's identity among the nodes sharing the database; its connections' `application_name` is
+    /// `ubiquity node <id>`, which is how an operator finds them in `pg_stat_activity`.
+    public let node = UUID()
     private let running: Task<Void, Never>
 
     /// Connects to the database `url` names, creates its schema when missing and brings it to the current version.
@@ -67,7 +70,9 @@ public final class PostgresMetadataStore: MetadataStore {
             host: location.host, port: location.port, username: location.user, password: location.password,
             database: location.database, tls: location.requireTLS ? .require(.makeClientConfiguration()) : .disable)
         configuration.options.maximumConnections = location.poolSize
-        configuration.options.additionalStartupParameters = [("search_path", Self.quoted(location.schema))]
+        configuration.options.additionalStartupParameters = [
+            ("search_path", Self.quoted(location.schema)), ("application_name", "ubiquity node \(node)"),
+        ]
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.retention = retention
