@@ -28,4 +28,8 @@ public protocol ClusterBus: Sendable {
     /// Starts hearing the other nodes: `handler` gets each of their events, and ``ClusterSignal/resynchronize``
     /// whenever events may have been missed.
     func start(_ handler: @escaping @Sendable (ClusterSignal) async -> Void)
+    /// Where the feeds and key-value stores of `containers` are now (what subscribers are told after a
+    /// ``ClusterSignal/resynchronize``).
+    func positions(of containers: [ContainerKey]) async throws
+        -> [ContainerKey: (changes: ChangeToken, keyValues: ChangeToken)]
 }

@@ -89,9 +89,7 @@ struct RouteEnvironment: Sendable {
             tokens.remove(id: id)
         case .resynchronize:
             tokens.removeAll()
-            guard let store = store as? PostgresMetadataStore,
-                let latest = try? await store.latestTokens(of: hub.subscribedContainers)
-            else { return }
+            guard let latest = try? await cluster?.positions(of: hub.subscribedContainers) else { return }
             for (key, tokens) in latest {
                 hub.publish(.changed(container: key.container, token: tokens.changes), to: key)
                 hub.publish(.keyValueChanged(container: key.container, token: tokens.keyValues), to: key)

@@ -13,6 +13,10 @@ public struct ServerMetrics: Sendable {
     let bytesOut: Counter
     let pushConnections: Gauge
     let pushMessages: Counter
+    /// How long metadata store operations take, by operation.
+    let database: StoreTimings
+    /// How long chunk store operations take (`contains`, `read` until the first byte, `store`).
+    let chunkStore: StoreTimings
 
     /// Creates the figures, all at zero.
     public init() {
@@ -34,6 +38,12 @@ public struct ServerMetrics: Sendable {
         pushConnections = registry.makeGauge(
             descriptor: Self.descriptor("push_connections", "", "open push connections"))
         pushMessages = registry.makeCounter(descriptor: Self.descriptor("push_messages", "total", "push messages sent"))
+        database = StoreTimings(
+            registry: registry, name: "ubiquity_database_duration_seconds",
+            help: "time metadata store operations take, by operation")
+        chunkStore = StoreTimings(
+            registry: registry, name: "ubiquity_chunk_store_duration_seconds",
+            help: "time chunk store operations take, by operation")
     }
 
     private static func descriptor(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {

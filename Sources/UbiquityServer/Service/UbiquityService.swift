@@ -114,7 +114,9 @@ public struct UbiquityService: Sendable {
         -> some ApplicationProtocol
     {
         let environment = RouteEnvironment(
-            store: store, chunks: chunks, hub: hub, configuration: configuration, metrics: metrics, cluster: cluster)
+            store: TimedMetadataStore(base: store, timings: metrics.database),
+            chunks: TimedChunkStore(base: chunks, timings: metrics.chunkStore), hub: hub,
+            configuration: configuration, metrics: metrics, cluster: cluster)
         cluster?.start { signal in await environment.hear(signal) }
         let routers = Self.routers(for: environment)
         let webSocketResponder = routers.push.buildResponder()

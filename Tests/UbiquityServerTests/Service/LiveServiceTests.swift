@@ -87,7 +87,8 @@ struct LiveServiceTests {
         }
     }
 
-    @Test("The OpenAPI document lists exactly the routes the service registers; health and metrics answer")
+    @Test(
+        "The OpenAPI document lists exactly the routes the service registers; health answers, metrics time the stores")
     func openAPIMatchesRoutes() async throws {
         let server = try await TestServer.make()
         let registered = Set(server.service.routes)
@@ -107,11 +108,21 @@ struct LiveServiceTests {
             }
             let health = try await client.executeRequest(uri: "/health", method: .get, headers: [:], body: nil)
             #expect(health.status == .ok)
-            _ = try await Device.signIn(client, account: "ada", device: "laptop")
+            let laptop = try await Device.signIn(client, account: "ada", device: "laptop")
+            _ = try await laptop.create("Documents/List.txt", Array("milk".utf8))
             let metrics = try await client.executeRequest(uri: "/metrics", method: .get, headers: [:], body: nil)
             let text = String(buffer: metrics.body)
             #expect(text.contains("ubiquity_http_requests_total"))
             #expect(text.contains("ubiquity_push_connections"))
+            // How long the stores took, by operation: the sign-in's account lookup, the create's commit, the
+            // chunk's storing.
+            for series in [
+                #"ubiquity_database_duration_seconds_count{operation="account"} "#,
+                #"ubiquity_database_duration_seconds_count{operation="create_item"} 1"#,
+                #"ubiquity_chunk_store_duration_seconds_count{operation="store"} "#,
+            ] {
+                #expect(text.contains(series), "/metrics has \(series)")
+            }
         }
     }
 

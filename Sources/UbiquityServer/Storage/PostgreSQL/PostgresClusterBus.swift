@@ -56,6 +56,12 @@ public final class PostgresClusterBus: ClusterBus {
         wake.yield()
     }
 
+    public func positions(of containers: [ContainerKey]) async throws
+        -> [ContainerKey: (changes: ChangeToken, keyValues: ChangeToken)]
+    {
+        try await store.latestTokens(of: containers)
+    }
+
     public func start(_ handler: @escaping @Sendable (ClusterSignal) async -> Void) {
         let listener = Task { [store, node, logger, backoff] in
             var wait = backoff.first
