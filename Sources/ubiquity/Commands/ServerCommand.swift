@@ -10,7 +10,7 @@ struct ServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "server",
         abstract: "Run the sync service (embedded SQLite and chunk store in one data directory).",
-        subcommands: [Serve.self, AddUser.self],
+        subcommands: [Serve.self, AddUser.self, Migrate.self],
         defaultSubcommand: Serve.self
     )
 }
@@ -136,6 +136,43 @@ extension ServerCommand {
                     dataDirectory: storage.url, bcryptCost: bcryptCost, database: storage.databaseURL))
             let account = try await service.addUser(name: name, password: password, quotaBytes: quota)
             print("created account \(account.name) (\(account.id))")
+        }
+    }
+
+    /// `ubiquity server migrate --from DIR --to-database URL [--to-chunks URL]`: copy an embedded deployment to
+    /// PostgreSQL (and S3-compatible storage), keeping every account, token and feed position.
+    struct Migrate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "migrate",
+            abstract: "Copy a data directory's deployment to PostgreSQL (and S3-compatible storage).",
+            discussion: """
+                Stop the service on the data directory first. Devices keep their tokens and feed positions. A run \
+                that was interrupted is run again: what was copied is not sent twice. The target is checked at the \
+                end (every version's chunks present, every table complete); problems are listed and the exit \
+                status is 1.
+                """)
+
+        @Option(help: "The data directory to copy from.") var from: String
+        @Option(help: "The PostgreSQL database to copy to: postgres://USER@HOST[:PORT]/DATABASE[?schema=S].")
+        var toDatabase: String
+        @Option(help: "The S3-compatible storage to copy chunks to: s3://BUCKET?endpoint=URL (default: they stay).")
+        var toChunks: String?
+        @Flag(help: "Read every chunk back from the target and check it against its hash.") var verify = false
+
+        func run() async throws {
+            let migration = DeploymentMigration(
+                from: URL(fileURLWithPath: from, isDirectory: true), toDatabase: toDatabase, toChunks: toChunks)
+            let report = try await migration.run(verify: verify) { line in
+                FileHandle.standardError.write(Data((line + "\n").utf8))
+            }
+            let rows = report.rows.values.reduce(0, +)
+            print(
+                "copied \(rows) rows and \(report.chunksCopied) chunks (\(report.chunksPresent) already there)")
+            guard report.problems.isEmpty else {
+                for problem in report.problems { print("problem: \(problem)") }
+                throw ExitCode(1)
+            }
+            print("checked: every version's chunks are there and every table is complete")
         }
     }
 }
