@@ -19,12 +19,13 @@ struct BenchServer {
     let container = try! ContainerID("TEAM.com.example.bench")
     private let task: Task<Void, any Error>
 
-    /// Starts a service whose data lives in `directory`, registers an account and signs a device in.
-    static func start(in directory: URL, connections: Int = 8) async throws -> BenchServer {
+    /// Starts a service whose data lives in `directory` (its metadata in the PostgreSQL database `database` when
+    /// given), registers an account and signs a device in.
+    static func start(in directory: URL, connections: Int = 8, database: String? = nil) async throws -> BenchServer {
         var logger = Logger(label: "ubiquity.bench")
         logger.logLevel = .error
         let configuration = ServerConfiguration(
-            dataDirectory: directory, port: 0, openRegistration: true, bcryptCost: 4)
+            dataDirectory: directory, port: 0, openRegistration: true, bcryptCost: 4, database: database)
         let service = try await UbiquityService(configuration: configuration, logger: logger)
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = try service.makeApplication { channel in

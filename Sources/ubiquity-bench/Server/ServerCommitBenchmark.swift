@@ -5,12 +5,41 @@ import UbiquityServer
 
 /// `server.commits`: small items committed per second on the embedded default — over HTTP on loopback with
 /// several concurrent devices' worth of requests, and straight into the store (the ceiling HTTP is measured
-/// against).
+/// against). When `UBIQUITY_POSTGRES_URL` names a PostgreSQL database, the same again with the metadata there (in a
+/// schema of the run's own), as a share of the embedded default's rates.
 enum ServerCommitBenchmark {
     static let name = "server.commits"
 
     static func run(in scratch: URL) async throws {
-        let server = try await BenchServer.start(in: scratch.appendingPathComponent("data"), connections: 16)
+        let embedded = try await measure(in: scratch.appendingPathComponent("data"), database: nil)
+        figures(embedded, label: "")
+        guard let url = ProcessInfo.processInfo.environment["UBIQUITY_POSTGRES_URL"], !url.isEmpty else { return }
+        let schema = "bench_\(UUID().uuidString.prefix(8).lowercased())"
+        let postgres = try await measure(
+            in: scratch.appendingPathComponent("postgres"), database: url + "?schema=\(schema)")
+        figures(postgres, label: "PostgreSQL, ")
+        BenchOutput.figure(
+            bench: name, case: "small item, HTTP, 16 concurrent", metric: "postgres_share_of_sqlite_rate",
+            value: postgres.http / embedded.http)
+        BenchOutput.figure(
+            bench: name, case: "small item, store only", metric: "postgres_share_of_sqlite_rate",
+            value: postgres.store / embedded.store)
+    }
+
+    private static func figures(_ rates: (http: Double, store: Double), label: String) {
+        BenchOutput.figure(
+            bench: name, case: "\(label)small item, HTTP, 16 concurrent", metric: "commits_per_second",
+            value: rates.http)
+        BenchOutput.figure(
+            bench: name, case: "\(label)small item, store only", metric: "commits_per_second", value: rates.store)
+        BenchOutput.figure(
+            bench: name, case: "\(label)small item", metric: "http_share_of_store_rate", value: rates.http / rates.store
+        )
+    }
+
+    /// Commits per second over HTTP and straight into the store, on a service in `directory`.
+    private static func measure(in directory: URL, database: String?) async throws -> (http: Double, store: Double) {
+        let server = try await BenchServer.start(in: directory, connections: 16, database: database)
         let chunk = try await server.upload(ByteBuffer(bytes: noiseBytes(count: 1024, seed: 1)))
         let contentHash = chunk.hash
         let count = 4000
@@ -70,14 +99,7 @@ enum ServerCommitBenchmark {
             }
         }
         try await server.stop()
-
-        let httpRate = Double(count) / seconds(overHTTP)
-        let storeRate = Double(count) / seconds(direct)
-        BenchOutput.figure(
-            bench: name, case: "small item, HTTP, 16 concurrent", metric: "commits_per_second", value: httpRate)
-        BenchOutput.figure(bench: name, case: "small item, store only", metric: "commits_per_second", value: storeRate)
-        BenchOutput.figure(
-            bench: name, case: "small item", metric: "http_share_of_store_rate", value: httpRate / storeRate)
+        return (Double(count) / seconds(overHTTP), Double(count) / seconds(direct))
     }
 
     static func account(_ server: BenchServer) async throws -> AccountID {
