@@ -4,21 +4,18 @@ import UbiquityProtocol
 
 extension PostgresMetadataStore {
     /// The container's row, made on first use and locked until the transaction ends: every write to a container
-    /// takes this first, so writes to one container run one after another on every node.
+    /// takes this first, so writes to one container run one after another on every node. (One statement: an
+    /// insert that meets the existing row updates it, which locks it, and returns it as the lock found it.)
     static func lockContainer(_ key: ContainerKey, in db: PostgresTransaction) async throws -> ContainerState {
-        let (account, container) = (key.account.string, key.container.string)
-        try await db.run(
-            """
-            INSERT INTO container (account_id, container_id, epoch) VALUES (\(account), \(container), \
-            \(StoredForm.newEpoch())) ON CONFLICT DO NOTHING
-            """)
         guard
             let (epoch, feed, keyValues) = try await db.row(
                 """
-                SELECT epoch, feed_sequence, kv_sequence FROM container
-                WHERE account_id = \(account) AND container_id = \(container) FOR UPDATE
+                INSERT INTO container (account_id, container_id, epoch)
+                VALUES (\(key.account.string), \(key.container.string), \(StoredForm.newEpoch()))
+                ON CONFLICT (account_id, container_id) DO UPDATE SET epoch = container.epoch
+                RETURNING epoch, feed_sequence, kv_sequence
                 """, as: (String, Int64, Int64).self)
-        else { throw ProtocolError(.internalError, "container \(container) vanished while it was written") }
+        else { throw ProtocolError(.internalError, "container \(key.container) could not be locked") }
         return ContainerState(epoch: epoch, feedSequence: feed, keyValueSequence: keyValues)
     }
 
@@ -32,31 +29,6 @@ extension PostgresMetadataStore {
                 """, as: (String, Int64, Int64).self)
         else { return .empty }
         return ContainerState(epoch: epoch, feedSequence: feed, keyValueSequence: keyValues)
-    }
-
-    /// Appends `changes` to the feed of the container locked as `state`; returns the token after them.
-    static func append(
-        _ changes: [Change], to key: ContainerKey, state: inout ContainerState, in db: PostgresTransaction
-    )
-        async throws -> ChangeToken
-    {
-        if !changes.isEmpty {
-            let first = state.feedSequence + 1
-            state.feedSequence += Int64(changes.count)
-            let bodies = try changes.map { try StoredForm.encode($0) }
-            try await db.run(
-                """
-                INSERT INTO change (account_id, container_id, sequence, body)
-                SELECT \(key.account.string), \(key.container.string), \(first) + ordinality - 1, body
-                FROM unnest(\(bodies)) WITH ORDINALITY AS entry(body, ordinality)
-                """)
-            try await db.run(
-                """
-                UPDATE container SET feed_sequence = \(state.feedSequence)
-                WHERE account_id = \(key.account.string) AND container_id = \(key.container.string)
-                """)
-        }
-        return FeedToken(feed: .changes, epoch: state.epoch, sequence: state.feedSequence).token
     }
 
     public func changes(in container: ContainerKey, since: ChangeToken?, limit: Int) async throws -> ChangePage {

@@ -21,6 +21,8 @@ public final class PostgresMetadataStore: MetadataStore {
     let logger: Logger
     /// Where the database is, for messages (no password).
     let location: String
+    /// Runs item operations on a container several to a transaction.
+    let committer = PostgresItemCommitter()
     /// This node's identity among the nodes sharing the database; its connections' `application_name` is
     /// `ubiquity node <id>`, which is how an operator finds them in `pg_stat_activity`.
     public let node = UUID()
@@ -347,7 +349,13 @@ public final class PostgresMetadataStore: MetadataStore {
 /// A PostgreSQL metadata store that cannot be opened as configured.
 public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    init(_ description: String) { self.description = description }
+    /// PostgreSQL's SQLSTATE, when the error is the server's.
+    let sqlState: String?
+
+    init(_ description: String) {
+        self.description = description
+        sqlState = nil
+    }
 
     /// `error` as a message for a log line: readably when it is PostgreSQL's.
     static func describing(_ error: any Error, location: String) -> String {
@@ -358,6 +366,7 @@ public struct PostgresStoreError: Error, CustomStringConvertible, Sendable {
     /// What PostgreSQL (or the way to it) answered, readably: the server's message and SQLSTATE, or why the
     /// connection failed. (`PSQLError`'s own description says nothing, to keep queries out of logs.)
     init(_ error: PSQLError, location: String) {
+        sqlState = error.serverInfo?[.sqlState]
         if let message = error.serverInfo?[.message] {
             let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
             description = "PostgreSQL at \(location): \(message)\(state)"

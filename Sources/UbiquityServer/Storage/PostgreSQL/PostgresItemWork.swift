@@ -1,0 +1,413 @@
+import Foundation
+import PostgresNIO
+import UbiquityProtocol
+
+/// The item tables of one locked container as one write transaction sees them, read once and written once.
+///
+/// A transaction of the group committer (``PostgresItemCommitter``) runs many item operations. Each statement is a
+/// round trip to the database, and the container's lock is held for all of them, so the operations do not send
+/// their own: the work reads what they will need in a few statements (``prefetch(_:)``), answers their reads from
+/// what it holds, and keeps their writes until ``flush()`` sends them all, a few statements for the whole
+/// transaction. A read the prefetch did not foresee goes to the database. That is safe because whatever this
+/// transaction has written is held here and answered from here: a key the database is asked about was not written
+/// by it. Writes that depend on rows no key names (forgetting chunks no version uses any more) are decided at the
+/// flush, after every reference the transaction adds is in place.
+///
+/// An operation refused with a ``ProtocolError`` is undone by putting back ``contents`` as they were before it.
+final class PostgresItemWork {
+    let db: PostgresTransaction
+    let container: ContainerKey
+    /// What the transaction has read and written so far.
+    var contents: Contents
+
+    /// A live item that holds a path, as the claim rules see it.
+    struct LiveItem: Sendable {
+        var id: String
+        var path: String
+        var kind: String
+    }
+
+    /// A folder above live items: its spelling and how many live items are beneath it.
+    struct Folder: Sendable {
+        var path: String
+        var count: Int64
+    }
+
+    /// A version row: the item it belongs to and its record.
+    struct VersionRow: Sendable {
+        var item: ItemID
+        var record: VersionRecord
+    }
+
+    struct Contents: Sendable {
+        var state: ContainerState
+        /// Items of the container by id, as changed so far (`nil`: there is no such item).
+        var items: [ItemID: StoredItem?] = [:]
+        /// Versions of the account by id (`nil`: there is none).
+        var versions: [VersionID: VersionRow?] = [:]
+        /// The live item holding each path key (`nil`: none does).
+        var livePaths: [String: LiveItem?] = [:]
+        /// The folder at each path key (`nil`: there is none).
+        var folders: [String: Folder?] = [:]
+        /// Chunks the account is known to have.
+        var presentChunks: Set<ChunkHash> = []
+        var accountLocked = false
+
+        /// Items to write, in the order they were first changed.
+        var changedItems: [ItemID] = []
+        /// Versions to write, and the chunks each new one uses.
+        var writtenVersions: [VersionID: [String]] = [:]
+        /// Versions to delete, and the chunks each used (forgotten at the flush if no version uses them any more).
+        var removedVersions: [VersionID: [String]] = [:]
+        var changedFolders: Set<String> = []
+        /// The feed entries to append, after ``ContainerState/feedSequence`` as it was when the container was locked.
+        var feed: [String] = []
+        var lockedFeedSequence: Int64
+    }
+
+    /// Takes the container's lock (making its row on first use) and starts the work on it.
+    init(locking container: ContainerKey, in db: PostgresTransaction) async throws {
+        self.db = db
+        self.container = container
+        let state = try await PostgresMetadataStore.lockContainer(container, in: db)
+        contents = Contents(state: state, lockedFeedSequence: state.feedSequence)
+    }
+
+    private var account: String { container.account.string }
+    private var containerID: String { container.container.string }
+
+    // MARK: Reading
+
+    /// Reads at once what the operations of `keys` will ask about: their items and versions, the account's chunks
+    /// among theirs, and the items and folders at their paths and those paths' ancestors.
+    func prefetch(_ keys: [ItemWorkKeys]) async throws {
+        let itemIDs = Set(keys.flatMap(\.items)).filter { contents.items[$0] == nil }
+        if !itemIDs.isEmpty { try await loadItems(Array(itemIDs)) }
+        let versionIDs = Set(keys.flatMap(\.versions)).filter { contents.versions[$0] == nil }
+        if !versionIDs.isEmpty { try await loadVersions(Array(versionIDs)) }
+        let hashes = Set(keys.flatMap(\.chunks)).subtracting(contents.presentChunks)
+        if !hashes.isEmpty { _ = try await missing(Array(hashes)) }
+        var paths = Set(keys.flatMap(\.paths))
+        for case let item? in contents.items.values where !item.record.isDeleted { paths.insert(item.record.path) }
+        var pathKeys = Set(paths.flatMap { [$0.collisionKey] + $0.ancestors.map(\.collisionKey) })
+        pathKeys = pathKeys.filter { contents.livePaths[$0] == nil || contents.folders[$0] == nil }
+        if !pathKeys.isEmpty { try await loadPaths(Array(pathKeys)) }
+    }
+
+    /// The item `id`, as this transaction has it.
+    func item(_ id: ItemID) async throws -> StoredItem? {
+        if let known = contents.items[id] { return known }
+        try await loadItems([id])
+        return contents.items[id] ?? nil
+    }
+
+    /// The version `id` of the account, whichever item it belongs to.
+    func version(_ id: VersionID) async throws -> VersionRow? {
+        if let known = contents.versions[id] { return known }
+        try await loadVersions([id])
+        return contents.versions[id] ?? nil
+    }
+
+    /// Which of `hashes` the account lacks, each once, in the order given. Takes the account's lock first (after
+    /// the container's): chunk records change only under it, so none of these is forgotten before this commits.
+    func missing(_ hashes: [ChunkHash]) async throws -> [ChunkHash] {
+        var seen: Set<ChunkHash> = []
+        let unique = hashes.filter { seen.insert($0).inserted }
+        let unknown = unique.filter { !contents.presentChunks.contains($0) }
+        guard !unknown.isEmpty else { return [] }
+        try await lockAccount()
+        let present = try await db.values(
+            "SELECT hash FROM chunk WHERE account_id = \(account) AND hash = ANY(\(unknown.map(\.string)))",
+            as: String.self)
+        for hash in present { contents.presentChunks.insert(try ChunkHash(hash)) }
+        return unique.filter { !contents.presentChunks.contains($0) }
+    }
+
+    /// Takes the account's row lock, once per transaction.
+    func lockAccount() async throws {
+        guard !contents.accountLocked else { return }
+        _ = try await db.value("SELECT 1 FROM account WHERE id = \(account) FOR UPDATE", as: Int.self)
+        contents.accountLocked = true
+    }
+
+    /// The live item holding `pathKey`, if any.
+    func liveItem(at pathKey: String) async throws -> LiveItem? {
+        if contents.livePaths[pathKey] == nil { try await loadPaths([pathKey]) }
+        return contents.livePaths[pathKey] ?? nil
+    }
+
+    /// The folder at `pathKey`, if any.
+    func folder(at pathKey: String) async throws -> Folder? {
+        if contents.folders[pathKey] == nil { try await loadPaths([pathKey]) }
+        return contents.folders[pathKey] ?? nil
+    }
+
+    private func loadItems(_ ids: [ItemID]) async throws {
+        let found = try await PostgresMetadataStore.loadItems(ids, in: container, db: db)
+        for id in ids where contents.items[id] == nil { contents.items[id] = .some(found[id]) }
+        for item in found.values {
+            for version in item.versions.versions.values where contents.versions[version.id] == nil {
+                contents.versions[version.id] = VersionRow(item: item.record.id, record: version)
+            }
+        }
+    }
+
+    private func loadVersions(_ ids: [VersionID]) async throws {
+        let rows = try await db.rows(
+            """
+            SELECT version_id, item_id, record FROM version
+            WHERE account_id = \(account) AND version_id = ANY(\(ids.map(\.string)))
+            """, as: (String, String, String).self)
+        for id in ids where contents.versions[id] == nil { contents.versions[id] = .some(nil) }
+        for (id, item, record) in rows {
+            contents.versions[try VersionID(id)] = VersionRow(
+                item: try ItemID(item), record: try StoredForm.decode(VersionRecord.self, record))
+        }
+    }
+
+    /// Reads the live items and folders at `keys` (those not held already).
+    private func loadPaths(_ keys: [String]) async throws {
+        let rows = try await db.rows(
+            """
+            SELECT true, path_key, item_id, path, kind, 0::BIGINT FROM item
+            WHERE account_id = \(account) AND container_id = \(containerID) AND path_key = ANY(\(keys))
+                AND NOT is_deleted
+            UNION ALL
+            SELECT false, path_key, '', path, '', item_count FROM folder
+            WHERE account_id = \(account) AND container_id = \(containerID) AND path_key = ANY(\(keys))
+            """, as: (Bool, String, String, String, String, Int64).self)
+        var live: [String: LiveItem] = [:]
+        var folders: [String: Folder] = [:]
+        for (isItem, key, id, path, kind, count) in rows {
+            if isItem {
+                live[key] = LiveItem(id: id, path: path, kind: kind)
+            } else {
+                folders[key] = Folder(path: path, count: count)
+            }
+        }
+        for key in keys {
+            if contents.livePaths[key] == nil { contents.livePaths[key] = .some(live[key]) }
+            if contents.folders[key] == nil { contents.folders[key] = .some(folders[key]) }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Records the item's new state (its row and its versions: `before` is the state it was read in).
+    func save(_ item: StoredItem, before: StoredItem?) async throws {
+        let id = item.record.id
+        if !contents.changedItems.contains(id) { contents.changedItems.append(id) }
+        contents.items[id] = .some(item)
+        if let before, !before.record.isDeleted { contents.livePaths[before.record.path.collisionKey] = .some(nil) }
+        if !item.record.isDeleted {
+            contents.livePaths[item.record.path.collisionKey] = LiveItem(
+                id: id.string, path: item.record.path.string, kind: item.record.kind.rawValue)
+        }
+        let old = before?.versions.versions ?? [:]
+        for (versionID, version) in item.versions.versions where old[versionID] != version {
+            let isNew = old[versionID] == nil
+            contents.versions[versionID] = VersionRow(item: id, record: version)
+            let hashes = isNew ? Array(Set(version.manifest.chunks.map(\.hash.string))) : []
+            contents.writtenVersions[versionID] = isNew ? hashes : (contents.writtenVersions[versionID] ?? [])
+        }
+        for (versionID, version) in old where item.versions.versions[versionID] == nil {
+            try await lockAccount()
+            contents.versions[versionID] = .some(nil)
+            contents.writtenVersions[versionID] = nil
+            contents.removedVersions[versionID, default: []] += Set(version.manifest.chunks.map(\.hash.string))
+        }
+    }
+
+    /// Adds one live item beneath each of `ancestors` (creating the folders that are new).
+    func addToFolders(_ ancestors: [ItemPath]) async throws {
+        for ancestor in ancestors {
+            let key = ancestor.collisionKey
+            let folder = try await folder(at: key)
+            contents.folders[key] = Folder(path: folder?.path ?? ancestor.string, count: (folder?.count ?? 0) + 1)
+            contents.changedFolders.insert(key)
+        }
+    }
+
+    /// Takes one live item from beneath each of `ancestors` (removing the folders left empty).
+    func removeFromFolders(_ ancestors: [ItemPath]) async throws {
+        for ancestor in ancestors {
+            let key = ancestor.collisionKey
+            guard let folder = try await folder(at: key) else { continue }
+            contents.folders[key] = folder.count > 1 ? Folder(path: folder.path, count: folder.count - 1) : .some(nil)
+            contents.changedFolders.insert(key)
+        }
+    }
+
+    /// Appends `changes` to the container's feed; returns the token after them.
+    func append(_ changes: [Change]) throws -> ChangeToken {
+        contents.feed += try changes.map { try StoredForm.encode($0) }
+        contents.state.feedSequence += Int64(changes.count)
+        return FeedToken(feed: .changes, epoch: contents.state.epoch, sequence: contents.state.feedSequence).token
+    }
+
+    /// Sends every write the transaction kept, a statement per table.
+    func flush() async throws {
+        let removed = contents.removedVersions
+        if !removed.isEmpty {
+            let ids = removed.keys.map(\.string)
+            try await db.run("DELETE FROM version WHERE account_id = \(account) AND version_id = ANY(\(ids))")
+            try await db.run("DELETE FROM version_chunk WHERE account_id = \(account) AND version_id = ANY(\(ids))")
+        }
+        try await flushItems()
+        try await flushVersions()
+        if !removed.isEmpty { try await forgetUnused(Set(removed.values.joined())) }
+        try await flushFolders()
+        if !contents.feed.isEmpty {
+            try await db.run(
+                """
+                INSERT INTO change (account_id, container_id, sequence, body)
+                SELECT \(account), \(containerID), \(contents.lockedFeedSequence) + ordinality, body
+                FROM unnest(\(contents.feed)) WITH ORDINALITY AS entry(body, ordinality)
+                """)
+            try await db.run(
+                """
+                UPDATE container SET feed_sequence = \(contents.state.feedSequence)
+                WHERE account_id = \(account) AND container_id = \(containerID)
+                """)
+        }
+    }
+
+    private func flushItems() async throws {
+        let records = contents.changedItems.compactMap { contents.items[$0] ?? nil }.map(\.record)
+        guard !records.isEmpty else { return }
+        try await db.run(
+            """
+            INSERT INTO item (account_id, container_id, item_id, path, path_key, kind, current_version, is_deleted)
+            SELECT \(account), \(containerID), id, path, path_key, kind, nullif(current_version, ''), is_deleted
+            FROM unnest(\(records.map(\.id.string)), \(records.map(\.path.string)), \
+            \(records.map(\.path.collisionKey)), \(records.map(\.kind.rawValue)), \
+            \(records.map { $0.currentVersion?.string ?? "" }), \(records.map(\.isDeleted)))
+                AS entry(id, path, path_key, kind, current_version, is_deleted)
+            ON CONFLICT (account_id, container_id, item_id) DO UPDATE SET path = excluded.path,
+                path_key = excluded.path_key, kind = excluded.kind, current_version = excluded.current_version,
+                is_deleted = excluded.is_deleted
+            """)
+    }
+
+    private func flushVersions() async throws {
+        var ids: [String] = []
+        var items: [String] = []
+        var records: [String] = []
+        var referencing: [String] = []
+        var hashes: [String] = []
+        for (id, chunks) in contents.writtenVersions {
+            guard let row = contents.versions[id] ?? nil else { continue }
+            ids.append(id.string)
+            items.append(row.item.string)
+            records.append(try StoredForm.encode(row.record))
+            referencing += Array(repeating: id.string, count: chunks.count)
+            hashes += chunks
+        }
+        guard !ids.isEmpty else { return }
+        try await db.run(
+            """
+            INSERT INTO version (account_id, version_id, container_id, item_id, record)
+            SELECT \(account), id, \(containerID), item, record
+            FROM unnest(\(ids), \(items), \(records)) AS entry(id, item, record)
+            ON CONFLICT (account_id, version_id) DO UPDATE SET record = excluded.record
+            """)
+        guard !hashes.isEmpty else { return }
+        try await db.run(
+            """
+            INSERT INTO version_chunk (account_id, version_id, hash)
+            SELECT \(account), id, hash FROM unnest(\(referencing), \(hashes)) AS entry(id, hash)
+            ON CONFLICT DO NOTHING
+            """)
+    }
+
+    /// Forgets the chunks among `hashes` that no version uses any more; they stop counting against the quota (a
+    /// later upload of the same bytes stores them again). The account's lock is held.
+    private func forgetUnused(_ hashes: Set<String>) async throws {
+        guard !hashes.isEmpty else { return }
+        let freed =
+            try await db.value(
+                """
+                WITH unused AS (
+                    DELETE FROM chunk WHERE account_id = \(account) AND hash = ANY(\(Array(hashes)))
+                        AND NOT EXISTS (
+                            SELECT 1 FROM version_chunk
+                            WHERE version_chunk.account_id = chunk.account_id AND version_chunk.hash = chunk.hash)
+                    RETURNING size)
+                SELECT coalesce(sum(size), 0)::BIGINT FROM unused
+                """, as: Int64.self) ?? 0
+        if freed > 0 {
+            try await db.run("UPDATE account SET used_bytes = used_bytes - \(freed) WHERE id = \(account)")
+        }
+    }
+
+    private func flushFolders() async throws {
+        guard !contents.changedFolders.isEmpty else { return }
+        var kept: [(key: String, folder: Folder)] = []
+        var gone: [String] = []
+        for key in contents.changedFolders {
+            if let folder = contents.folders[key] ?? nil { kept.append((key, folder)) } else { gone.append(key) }
+        }
+        if !gone.isEmpty {
+            try await db.run(
+                """
+                DELETE FROM folder WHERE account_id = \(account) AND container_id = \(containerID)
+                    AND path_key = ANY(\(gone))
+                """)
+        }
+        guard !kept.isEmpty else { return }
+        try await db.run(
+            """
+            INSERT INTO folder (account_id, container_id, path_key, path, item_count)
+            SELECT \(account), \(containerID), path_key, path, item_count
+            FROM unnest(\(kept.map(\.key)), \(kept.map(\.folder.path)), \(kept.map(\.folder.count)))
+                AS entry(path_key, path, item_count)
+            ON CONFLICT (account_id, container_id, path_key) DO UPDATE SET path = excluded.path,
+                item_count = excluded.item_count
+            """)
+    }
+}
+
+/// What an item operation will read, so that a transaction of many reads it together first.
+struct ItemWorkKeys: Sendable {
+    var items: [ItemID] = []
+    var versions: [VersionID] = []
+    var chunks: [ChunkHash] = []
+    var paths: [ItemPath] = []
+
+    init(items: [ItemID] = [], versions: [VersionID] = [], chunks: [ChunkHash] = [], paths: [ItemPath] = []) {
+        self.items = items
+        self.versions = versions
+        self.chunks = chunks
+        self.paths = paths
+    }
+
+    /// The keys of creating the item `request` describes.
+    init(_ request: CreateItemRequest) {
+        self.init(
+            items: [request.id], versions: request.version.map { [$0.id] } ?? [],
+            chunks: request.version?.manifest.chunks.map(\.hash) ?? [], paths: [request.path])
+    }
+
+    /// The keys of committing `payload`.
+    init(_ payload: VersionPayload) {
+        var chunks: [ChunkHash] = []
+        if case .whole(let manifest) = payload.content { chunks = manifest.chunks.map(\.hash) }
+        self.init(items: [payload.itemID], versions: [payload.id], chunks: chunks)
+    }
+
+    /// The keys of a batch of operations.
+    init(_ operations: [ItemBatchOperation]) {
+        self.init()
+        for operation in operations {
+            let keys =
+                switch operation {
+                case .create(let request): ItemWorkKeys(request)
+                case .commit(let payload): ItemWorkKeys(payload)
+                }
+            items += keys.items
+            versions += keys.versions
+            chunks += keys.chunks
+            paths += keys.paths
+        }
+    }
+}
