@@ -21,9 +21,11 @@ struct AuthorizationTests {
     /// The WebSocket route: tried over a live server, with and without an upgrade.
     static let pushRoute = "GET /v1/push"
 
-    @Test("Every authenticated route refuses a missing, malformed or revoked token with one identical 401 answer")
-    func refusesMissingMalformedAndRevokedTokens() async throws {
-        let server = try await TestServer.make()
+    @Test(
+        "Every authenticated route refuses a missing, malformed or revoked token with one identical 401 answer",
+        arguments: ServiceStorage.available)
+    func refusesMissingMalformedAndRevokedTokens(storage: ServiceStorage) async throws {
+        let server = try await TestServer.make(storage: storage)
         let routes = Self.authenticatedRoutes(of: server.service)
         try await server.test { client in
             let seed = try await Self.seedAda(client)
@@ -58,9 +60,11 @@ struct AuthorizationTests {
         }
     }
 
-    @Test("Another account's valid token never reaches the account's items, versions, chunks, feed or tokens")
-    func anotherAccountSeesNothing() async throws {
-        let server = try await TestServer.make()
+    @Test(
+        "Another account's valid token never reaches the account's items, versions, chunks, feed or tokens",
+        arguments: ServiceStorage.available)
+    func anotherAccountSeesNothing(storage: ServiceStorage) async throws {
+        let server = try await TestServer.make(storage: storage)
         let routes = Self.authenticatedRoutes(of: server.service)
         try await server.test { client in
             let seed = try await Self.seedAda(client)
@@ -188,9 +192,11 @@ struct AuthorizationTests {
         }
     }
 
-    @Test("A token restricted to some containers is refused every route of another container with 403")
-    func restrictedTokenIsRefusedOtherContainers() async throws {
-        let server = try await TestServer.make()
+    @Test(
+        "A token restricted to some containers is refused every route of another container with 403",
+        arguments: ServiceStorage.available)
+    func restrictedTokenIsRefusedOtherContainers(storage: ServiceStorage) async throws {
+        let server = try await TestServer.make(storage: storage)
         let routes = Self.authenticatedRoutes(of: server.service).filter { $0.path.contains("{container}") }
         #expect(routes.count > 15)
         try await server.test { client in
@@ -223,9 +229,11 @@ struct AuthorizationTests {
         }
     }
 
-    @Test("The push socket refuses a missing, malformed or revoked token and never tells another account's news")
-    func pushSocketIsAuthenticated() async throws {
-        let server = try await TestServer.make()
+    @Test(
+        "The push socket refuses a missing, malformed or revoked token and never tells another account's news",
+        arguments: ServiceStorage.available)
+    func pushSocketIsAuthenticated(storage: ServiceStorage) async throws {
+        let server = try await TestServer.make(storage: storage)
         let routes = Self.authenticatedRoutes(of: server.service, includingPush: true)
         #expect(routes.contains { $0.description == Self.pushRoute }, "the push route is registered")
         try await server.test(.live) { client in

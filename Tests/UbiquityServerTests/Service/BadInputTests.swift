@@ -37,9 +37,11 @@ struct BadInputTests {
     static let jsonLimit = 2 << 20
     static let chunksPerRequest = 100
 
-    @Test("Every hostile request of the table is refused with its code and status, and changes nothing")
-    func hostileRequestsAreRefused() async throws {
-        let server = try await TestServer.make {
+    @Test(
+        "Every hostile request of the table is refused with its code and status, and changes nothing",
+        arguments: ServiceStorage.available)
+    func hostileRequestsAreRefused(storage: ServiceStorage) async throws {
+        let server = try await TestServer.make(storage: storage) {
             $0.limits.chunkBytes = Self.chunkLimit
             $0.limits.jsonBodyBytes = Self.jsonLimit
             $0.limits.chunksPerRequest = Self.chunksPerRequest
@@ -54,9 +56,11 @@ struct BadInputTests {
         }
     }
 
-    @Test("An upload over the quota is refused before anything is stored, and the used bytes do not move")
-    func overQuotaUploadIsRefused() async throws {
-        let server = try await TestServer.make { $0.defaultQuotaBytes = 3000 }
+    @Test(
+        "An upload over the quota is refused before anything is stored, and the used bytes do not move",
+        arguments: ServiceStorage.available)
+    func overQuotaUploadIsRefused(storage: ServiceStorage) async throws {
+        let server = try await TestServer.make(storage: storage) { $0.defaultQuotaBytes = 3000 }
         try await server.test { client in
             let ada = try await Device.signIn(client, account: "ada", device: "Ada's laptop")
             _ = try await ada.create("Documents/Big.txt", Self.bytes(2000, seed: 1))
@@ -96,9 +100,11 @@ struct BadInputTests {
         }
     }
 
-    @Test("Concurrent uploads share the quota: those that do not fit beside the others are refused, none is stored")
-    func concurrentUploadsShareTheQuota() async throws {
-        let server = try await TestServer.make { $0.defaultQuotaBytes = 3000 }
+    @Test(
+        "Concurrent uploads share the quota: those that do not fit beside the others are refused, none is stored",
+        arguments: ServiceStorage.available)
+    func concurrentUploadsShareTheQuota(storage: ServiceStorage) async throws {
+        let server = try await TestServer.make(storage: storage) { $0.defaultQuotaBytes = 3000 }
         try await server.test(.live) { client in
             let port = try #require(client.port)
             let ada = try await Device.signIn(client, account: "ada", device: "Ada's laptop")
@@ -134,9 +140,11 @@ struct BadInputTests {
         }
     }
 
-    @Test("An over-quota chunk streamed without a Content-Length is refused and leaves nothing on disk")
-    func overQuotaStreamedChunkLeavesNothing() async throws {
-        let server = try await TestServer.make { $0.defaultQuotaBytes = 3000 }
+    @Test(
+        "An over-quota chunk streamed without a Content-Length is refused and leaves nothing on disk",
+        arguments: ServiceStorage.available)
+    func overQuotaStreamedChunkLeavesNothing(storage: ServiceStorage) async throws {
+        let server = try await TestServer.make(storage: storage) { $0.defaultQuotaBytes = 3000 }
         try await server.test(.live) { client in
             let port = try #require(client.port)
             let ada = try await Device.signIn(client, account: "ada", device: "Ada's laptop")
@@ -177,9 +185,9 @@ struct BadInputTests {
         }
     }
 
-    @Test("A password is compared whole: what follows a NUL in it is not ignored")
-    func passwordWithNULIsNotCutShort() async throws {
-        try await TestServer.make().test { client in
+    @Test("A password is compared whole: what follows a NUL in it is not ignored", arguments: ServiceStorage.available)
+    func passwordWithNULIsNotCutShort(storage: ServiceStorage) async throws {
+        try await TestServer.make(storage: storage).test { client in
             // (account, registered password, passwords that must not sign in)
             let accounts: [(String, String, [String])] = [
                 ("eve", "correct horse\u{0}battery staple", ["correct horse", "correct horse\u{0}wrong"]),

@@ -7,14 +7,39 @@ import Testing
 import UbiquityProtocol
 import UbiquityServer
 
-/// A service on the embedded default storage in a fresh temporary data directory.
+/// Where a test's service keeps its metadata. Its chunks are in the data directory's `chunks/` either way.
+enum ServiceStorage: String, CaseIterable, Codable, Sendable, CustomTestStringConvertible {
+    /// `ubiquity.sqlite` in the data directory: the embedded default.
+    case embedded
+    /// The database of `UBIQUITY_POSTGRES_URL`, in a schema of the service's own, named after its data directory.
+    case postgres
+
+    var testDescription: String {
+        switch self {
+        case .embedded: "embedded SQLite"
+        case .postgres: "PostgreSQL"
+        }
+    }
+
+    /// The storages the service suites run on: the embedded default, and PostgreSQL when `UBIQUITY_POSTGRES_URL`
+    /// names a server (`.ci/run` starts one) and always in CI, where a missing server fails its tests instead of
+    /// leaving them out.
+    static var available: [ServiceStorage] {
+        StorageFixtures.postgresURL != nil || StorageFixtures.isCI ? [.embedded, .postgres] : [.embedded]
+    }
+}
+
+/// A service in a fresh temporary data directory, on the embedded default storage unless told otherwise.
 struct TestServer {
     let directory: URL
     let service: UbiquityService
 
     /// A new service (open registration, cheap bcrypt) in a new directory, or on `directory` to reopen one.
+    /// - Parameter storage: Where the metadata is kept; with ``ServiceStorage/postgres`` reopening `directory`
+    ///   reopens the same schema.
     static func make(
-        in directory: URL? = nil, _ configure: (inout ServerConfiguration) -> Void = { _ in }
+        in directory: URL? = nil, storage: ServiceStorage = .embedded,
+        _ configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         let directory =
             directory
@@ -23,6 +48,9 @@ struct TestServer {
         var configuration = ServerConfiguration(
             dataDirectory: directory, port: 0, openRegistration: true, bcryptCost: 4,
             heartbeatInterval: .milliseconds(200))
+        if storage == .postgres {
+            configuration.database = try StorageFixtures.postgresDatabase(schema: directory.path)
+        }
         configure(&configuration)
         var logger = Logger(label: "ubiquity.server.test")
         logger.logLevel = .critical

@@ -126,10 +126,17 @@ enum StorageFixtures {
     static func postgresStore(
         schema: String, retention: VersionRetention = retention, clock: @escaping @Sendable () -> Date = clock
     ) async throws -> PostgresMetadataStore {
+        try await PostgresMetadataStore.open(
+            url: try postgresDatabase(schema: schema), retention: retention, clock: clock)
+    }
+
+    /// The database of `UBIQUITY_POSTGRES_URL` with a schema named after `schema` and a pool of 4 connections, as a
+    /// node's `database` setting takes it: the same text always names the same schema, so a store and a service
+    /// opened on it share their data.
+    static func postgresDatabase(schema: String) throws -> String {
         let url = try #require(postgresURL, "UBIQUITY_POSTGRES_URL names no PostgreSQL server (.ci/run starts one)")
         let name = "t_" + SHA256.hash(data: Data(schema.utf8)).prefix(12).map { String(format: "%02x", $0) }.joined()
-        return try await PostgresMetadataStore.open(
-            url: url + "?schema=\(name)&pool=4", retention: retention, clock: clock)
+        return url + "?schema=\(name)&pool=4"
     }
 
     /// The time the stores' clock says it is: a whole second, so every stored date survives a round trip exactly.
