@@ -203,15 +203,18 @@ public struct DeploymentMigration: Sendable {
         var after: [DatabaseValue]?
         var copied = 0
         while true {
-            let rows = try await reader.read { [after] db -> [Row] in
-                guard let after else {
-                    return try Row.fetchAll(db, sql: "SELECT \(columns) FROM \(table.name) ORDER BY \(keys) LIMIT 500")
+            let rows = try await reader.read { [after] db -> [[DatabaseValue]] in
+                let rows: [Row]
+                if let after {
+                    rows = try Row.fetchAll(
+                        db,
+                        sql: "SELECT \(columns) FROM \(table.name) WHERE (\(keys)) > (\(keyMarks)) "
+                            + "ORDER BY \(keys) LIMIT 500",
+                        arguments: StatementArguments(after.map { $0 as (any DatabaseValueConvertible)? }))
+                } else {
+                    rows = try Row.fetchAll(db, sql: "SELECT \(columns) FROM \(table.name) ORDER BY \(keys) LIMIT 500")
                 }
-                return try Row.fetchAll(
-                    db,
-                    sql: "SELECT \(columns) FROM \(table.name) WHERE (\(keys)) > (\(keyMarks)) "
-                        + "ORDER BY \(keys) LIMIT 500",
-                    arguments: StatementArguments(after.map { $0 as (any DatabaseValueConvertible)? }))
+                return rows.map { Array($0.databaseValues) }
             }
             guard let last = rows.last else { break }
             var bindings = PostgresBindings(capacity: rows.count * table.columns.count)
@@ -219,7 +222,7 @@ public struct DeploymentMigration: Sendable {
             for row in rows {
                 var marks: [String] = []
                 for (index, column) in table.columns.enumerated() {
-                    try Self.bind(row[index] as DatabaseValue, as: column, into: &bindings)
+                    try Self.bind(row[index], as: column, into: &bindings)
                     marks.append("$\(bindings.count)")
                 }
                 tuples.append("(\(marks.joined(separator: ", ")))")
@@ -230,7 +233,7 @@ public struct DeploymentMigration: Sendable {
             let query = PostgresQuery(unsafeSQL: sql, binds: bindings)
             try await target.write { db in try await db.run(query) }
             copied += rows.count
-            after = table.key.map { last[$0] as DatabaseValue }
+            after = table.key.map { key in last[table.columns.firstIndex { $0.name == key }!] }
             progress("\(table.name): \(copied) rows")
         }
         return copied

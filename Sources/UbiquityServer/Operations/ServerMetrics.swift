@@ -39,11 +39,9 @@ public struct ServerMetrics: Sendable {
             descriptor: Self.descriptor("push_connections", "", "open push connections"))
         pushMessages = registry.makeCounter(descriptor: Self.descriptor("push_messages", "total", "push messages sent"))
         database = StoreTimings(
-            registry: registry, name: "ubiquity_database_duration_seconds",
-            help: "time metadata store operations take, by operation")
+            registry: registry, name: "database_duration", help: "time metadata store operations take, by operation")
         chunkStore = StoreTimings(
-            registry: registry, name: "ubiquity_chunk_store_duration_seconds",
-            help: "time chunk store operations take, by operation")
+            registry: registry, name: "chunk_store_duration", help: "time chunk store operations take, by operation")
     }
 
     private static func descriptor(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {

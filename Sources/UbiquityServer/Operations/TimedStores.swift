@@ -6,6 +6,7 @@ import UbiquityProtocol
 /// How long storage takes, for `/metrics`: one duration histogram per store and operation.
 final class StoreTimings: Sendable {
     private let registry: PrometheusCollectorRegistry
+    /// The metric's name between `ubiquity_` and `_seconds`.
     private let name: String
     private let help: String
     private let histograms = Mutex<[String: DurationHistogram]>([:])
@@ -33,7 +34,9 @@ final class StoreTimings: Sendable {
         histograms.withLock { histograms in
             if let histogram = histograms[operation] { return histogram }
             let histogram = registry.makeDurationHistogram(
-                name: name, labels: [("operation", operation)], buckets: Self.buckets, help: help)
+                descriptor: MetricNameDescriptor(
+                    namespace: "ubiquity", metricName: name, unitName: "seconds", helpText: help),
+                labels: [("operation", operation)], buckets: Self.buckets)
             histograms[operation] = histogram
             return histogram
         }
