@@ -14,6 +14,10 @@ import UbiquityProtocol
 /// flush, after every reference the transaction adds is in place.
 ///
 /// An operation refused with a ``ProtocolError`` is undone by putting back ``contents`` as they were before it.
+///
+/// Reads by many keys look each key up on its own (`unnest` of the keys, then a lateral subquery the planner cannot
+/// flatten): with `key = ANY(keys)`, a table that grew since it was last analysed is estimated at a row or two per
+/// container, and the planner filters every row of the container instead of looking the keys up in the index.
 final class PostgresItemWork {
     let db: PostgresTransaction
     let container: ContainerKey
@@ -117,8 +121,10 @@ final class PostgresItemWork {
         guard !unknown.isEmpty else { return [] }
         try await lockAccount()
         let present = try await db.values(
-            "SELECT hash FROM chunk WHERE account_id = \(account) AND hash = ANY(\(unknown.map(\.string)))",
-            as: String.self)
+            """
+            SELECT found.hash FROM unnest(\(unknown.map(\.string))) AS wanted(hash) CROSS JOIN LATERAL (
+                SELECT hash FROM chunk WHERE account_id = \(account) AND hash = wanted.hash OFFSET 0) AS found
+            """, as: String.self)
         for hash in present { contents.presentChunks.insert(try ChunkHash(hash)) }
         return unique.filter { !contents.presentChunks.contains($0) }
     }
@@ -155,8 +161,10 @@ final class PostgresItemWork {
     private func loadVersions(_ ids: [VersionID]) async throws {
         let rows = try await db.rows(
             """
-            SELECT version_id, item_id, record FROM version
-            WHERE account_id = \(account) AND version_id = ANY(\(ids.map(\.string)))
+            SELECT found.version_id, found.item_id, found.record
+            FROM unnest(\(ids.map(\.string))) AS wanted(id) CROSS JOIN LATERAL (
+                SELECT version_id, item_id, record FROM version
+                WHERE account_id = \(account) AND version_id = wanted.id OFFSET 0) AS found
             """, as: (String, String, String).self)
         for id in ids where contents.versions[id] == nil { contents.versions[id] = .some(nil) }
         for (id, item, record) in rows {
@@ -169,12 +177,17 @@ final class PostgresItemWork {
     private func loadPaths(_ keys: [String]) async throws {
         let rows = try await db.rows(
             """
-            SELECT true, path_key, item_id, path, kind, 0::BIGINT FROM item
-            WHERE account_id = \(account) AND container_id = \(containerID) AND path_key = ANY(\(keys))
-                AND NOT is_deleted
+            SELECT true, found.path_key, found.item_id, found.path, found.kind, 0::BIGINT
+            FROM unnest(\(keys)) AS wanted(key) CROSS JOIN LATERAL (
+                SELECT path_key, item_id, path, kind FROM item
+                WHERE account_id = \(account) AND container_id = \(containerID) AND path_key = wanted.key
+                    AND NOT is_deleted OFFSET 0) AS found
             UNION ALL
-            SELECT false, path_key, '', path, '', item_count FROM folder
-            WHERE account_id = \(account) AND container_id = \(containerID) AND path_key = ANY(\(keys))
+            SELECT false, found.path_key, '', found.path, '', found.item_count
+            FROM unnest(\(keys)) AS wanted(key) CROSS JOIN LATERAL (
+                SELECT path_key, path, item_count FROM folder
+                WHERE account_id = \(account) AND container_id = \(containerID) AND path_key = wanted.key
+                OFFSET 0) AS found
             """, as: (Bool, String, String, String, String, Int64).self)
         var live: [String: LiveItem] = [:]
         var folders: [String: Folder] = [:]
@@ -245,43 +258,50 @@ final class PostgresItemWork {
         return FeedToken(feed: .changes, epoch: contents.state.epoch, sequence: contents.state.feedSequence).token
     }
 
-    /// Sends every write the transaction kept, a statement per table.
+    /// Sends every write the transaction kept: the versions it removed, then everything else in one statement
+    /// (a data-modifying `WITH` per table), then the forgetting of chunks no version uses any more, which must see
+    /// the references the statement before added.
     func flush() async throws {
         let removed = contents.removedVersions
         if !removed.isEmpty {
             let ids = removed.keys.map(\.string)
-            try await db.run("DELETE FROM version WHERE account_id = \(account) AND version_id = ANY(\(ids))")
-            try await db.run("DELETE FROM version_chunk WHERE account_id = \(account) AND version_id = ANY(\(ids))")
-        }
-        try await flushItems()
-        try await flushVersions()
-        if !removed.isEmpty { try await forgetUnused(Set(removed.values.joined())) }
-        try await flushFolders()
-        if !contents.feed.isEmpty {
             try await db.run(
+                """
+                WITH gone AS (DELETE FROM version WHERE account_id = \(account) AND version_id = ANY(\(ids)))
+                DELETE FROM version_chunk WHERE account_id = \(account) AND version_id = ANY(\(ids))
+                """)
+        }
+        var statement = WriteStatement(account: account, container: containerID)
+        try addItems(to: &statement)
+        try addVersions(to: &statement)
+        addFolders(to: &statement)
+        if !contents.feed.isEmpty {
+            statement.add(
                 """
                 INSERT INTO change (account_id, container_id, sequence, body)
-                SELECT \(account), \(containerID), \(contents.lockedFeedSequence) + ordinality, body
-                FROM unnest(\(contents.feed)) WITH ORDINALITY AS entry(body, ordinality)
+                SELECT $1, $2, \(statement.bind(contents.lockedFeedSequence)) + ordinality, body
+                FROM unnest(\(statement.bind(contents.feed))) WITH ORDINALITY AS entry(body, ordinality)
                 """)
-            try await db.run(
+            statement.add(
                 """
-                UPDATE container SET feed_sequence = \(contents.state.feedSequence)
-                WHERE account_id = \(account) AND container_id = \(containerID)
+                UPDATE container SET feed_sequence = \(statement.bind(contents.state.feedSequence))
+                WHERE account_id = $1 AND container_id = $2
                 """)
         }
+        if let query = statement.query { try await db.run(query) }
+        if !removed.isEmpty { try await forgetUnused(Set(removed.values.joined())) }
     }
 
-    private func flushItems() async throws {
+    private func addItems(to statement: inout WriteStatement) throws {
         let records = contents.changedItems.compactMap { contents.items[$0] ?? nil }.map(\.record)
         guard !records.isEmpty else { return }
-        try await db.run(
+        statement.add(
             """
             INSERT INTO item (account_id, container_id, item_id, path, path_key, kind, current_version, is_deleted)
-            SELECT \(account), \(containerID), id, path, path_key, kind, nullif(current_version, ''), is_deleted
-            FROM unnest(\(records.map(\.id.string)), \(records.map(\.path.string)), \
-            \(records.map(\.path.collisionKey)), \(records.map(\.kind.rawValue)), \
-            \(records.map { $0.currentVersion?.string ?? "" }), \(records.map(\.isDeleted)))
+            SELECT $1, $2, id, path, path_key, kind, nullif(current_version, ''), is_deleted
+            FROM unnest(\(statement.bind(records.map(\.id.string))), \(statement.bind(records.map(\.path.string))), \
+            \(statement.bind(records.map(\.path.collisionKey))), \(statement.bind(records.map(\.kind.rawValue))), \
+            \(statement.bind(records.map { $0.currentVersion?.string ?? "" })), \(statement.bind(records.map(\.isDeleted))))
                 AS entry(id, path, path_key, kind, current_version, is_deleted)
             ON CONFLICT (account_id, container_id, item_id) DO UPDATE SET path = excluded.path,
                 path_key = excluded.path_key, kind = excluded.kind, current_version = excluded.current_version,
@@ -289,7 +309,7 @@ final class PostgresItemWork {
             """)
     }
 
-    private func flushVersions() async throws {
+    private func addVersions(to statement: inout WriteStatement) throws {
         var ids: [String] = []
         var items: [String] = []
         var records: [String] = []
@@ -304,19 +324,43 @@ final class PostgresItemWork {
             hashes += chunks
         }
         guard !ids.isEmpty else { return }
-        try await db.run(
+        statement.add(
             """
             INSERT INTO version (account_id, version_id, container_id, item_id, record)
-            SELECT \(account), id, \(containerID), item, record
-            FROM unnest(\(ids), \(items), \(records)) AS entry(id, item, record)
+            SELECT $1, id, $2, item, record
+            FROM unnest(\(statement.bind(ids)), \(statement.bind(items)), \(statement.bind(records)))
+                AS entry(id, item, record)
             ON CONFLICT (account_id, version_id) DO UPDATE SET record = excluded.record
             """)
         guard !hashes.isEmpty else { return }
-        try await db.run(
+        statement.add(
             """
             INSERT INTO version_chunk (account_id, version_id, hash)
-            SELECT \(account), id, hash FROM unnest(\(referencing), \(hashes)) AS entry(id, hash)
+            SELECT $1, id, hash FROM unnest(\(statement.bind(referencing)), \(statement.bind(hashes))) AS entry(id, hash)
             ON CONFLICT DO NOTHING
+            """)
+    }
+
+    private func addFolders(to statement: inout WriteStatement) {
+        var kept: [(key: String, folder: Folder)] = []
+        var gone: [String] = []
+        for key in contents.changedFolders {
+            if let folder = contents.folders[key] ?? nil { kept.append((key, folder)) } else { gone.append(key) }
+        }
+        if !gone.isEmpty {
+            statement.add(
+                "DELETE FROM folder WHERE account_id = $1 AND container_id = $2 AND path_key = ANY(\(statement.bind(gone)))"
+            )
+        }
+        guard !kept.isEmpty else { return }
+        statement.add(
+            """
+            INSERT INTO folder (account_id, container_id, path_key, path, item_count)
+            SELECT $1, $2, path_key, path, item_count
+            FROM unnest(\(statement.bind(kept.map(\.key))), \(statement.bind(kept.map(\.folder.path))), \
+            \(statement.bind(kept.map(\.folder.count)))) AS entry(path_key, path, item_count)
+            ON CONFLICT (account_id, container_id, path_key) DO UPDATE SET path = excluded.path,
+                item_count = excluded.item_count
             """)
     }
 
@@ -339,31 +383,32 @@ final class PostgresItemWork {
             try await db.run("UPDATE account SET used_bytes = used_bytes - \(freed) WHERE id = \(account)")
         }
     }
+}
 
-    private func flushFolders() async throws {
-        guard !contents.changedFolders.isEmpty else { return }
-        var kept: [(key: String, folder: Folder)] = []
-        var gone: [String] = []
-        for key in contents.changedFolders {
-            if let folder = contents.folders[key] ?? nil { kept.append((key, folder)) } else { gone.append(key) }
-        }
-        if !gone.isEmpty {
-            try await db.run(
-                """
-                DELETE FROM folder WHERE account_id = \(account) AND container_id = \(containerID)
-                    AND path_key = ANY(\(gone))
-                """)
-        }
-        guard !kept.isEmpty else { return }
-        try await db.run(
-            """
-            INSERT INTO folder (account_id, container_id, path_key, path, item_count)
-            SELECT \(account), \(containerID), path_key, path, item_count
-            FROM unnest(\(kept.map(\.key)), \(kept.map(\.folder.path)), \(kept.map(\.folder.count)))
-                AS entry(path_key, path, item_count)
-            ON CONFLICT (account_id, container_id, path_key) DO UPDATE SET path = excluded.path,
-                item_count = excluded.item_count
-            """)
+/// Writes to several tables sent as one statement: each a data-modifying `WITH` (PostgreSQL runs every one, whether
+/// or not the statement reads it). The account and container are `$1` and `$2`.
+private struct WriteStatement {
+    private var parts: [String] = []
+    private var bindings = PostgresBindings()
+
+    init(account: String, container: String) {
+        bindings.append(account)
+        bindings.append(container)
+    }
+
+    /// Adds `value` to the statement's parameters; returns its placeholder.
+    mutating func bind<Value: PostgresDynamicTypeEncodable>(_ value: Value) -> String {
+        bindings.append(value)
+        return "$\(bindings.count)"
+    }
+
+    mutating func add(_ sql: String) { parts.append(sql) }
+
+    /// The statement, or `nil` when nothing was added.
+    var query: PostgresQuery? {
+        guard !parts.isEmpty else { return nil }
+        let writes = parts.enumerated().map { "write\($0.offset) AS (\($0.element))" }.joined(separator: ",\n")
+        return PostgresQuery(unsafeSQL: "WITH \(writes)\nSELECT 1", binds: bindings)
     }
 }
 

@@ -11,15 +11,19 @@ extension PostgresMetadataStore {
         return try await read { db in try await Self.sizes(of: hashes, of: account, in: db) }
     }
 
-    /// The sizes of the account's chunks among `hashes`, by hash.
+    /// The sizes of the account's chunks among `hashes`, by hash. (Each looked up on its own, for the reason
+    /// ``PostgresItemWork`` gives.)
     static func sizes(of hashes: [ChunkHash], of account: AccountID, in db: PostgresTransaction) async throws
         -> [ChunkHash: Int64]
     {
         let unique = Array(Set(hashes.map(\.string)))
         var sizes: [ChunkHash: Int64] = [:]
         for (hash, size) in try await db.rows(
-            "SELECT hash, size FROM chunk WHERE account_id = \(account.string) AND hash = ANY(\(unique))",
-            as: (String, Int64).self)
+            """
+            SELECT found.hash, found.size FROM unnest(\(unique)) AS wanted(hash) CROSS JOIN LATERAL (
+                SELECT hash, size FROM chunk WHERE account_id = \(account.string) AND hash = wanted.hash OFFSET 0)
+                AS found
+            """, as: (String, Int64).self)
         {
             sizes[try ChunkHash(hash)] = size
         }
@@ -78,8 +82,11 @@ extension PostgresMetadataStore {
         guard !unique.isEmpty else { return [] }
         let present = Set(
             try await db.values(
-                "SELECT hash FROM chunk WHERE account_id = \(account.string) AND hash = ANY(\(unique.map(\.string)))",
-                as: String.self))
+                """
+                SELECT found.hash FROM unnest(\(unique.map(\.string))) AS wanted(hash) CROSS JOIN LATERAL (
+                    SELECT hash FROM chunk WHERE account_id = \(account.string) AND hash = wanted.hash OFFSET 0)
+                    AS found
+                """, as: String.self))
         return unique.filter { !present.contains($0.string) }
     }
 }

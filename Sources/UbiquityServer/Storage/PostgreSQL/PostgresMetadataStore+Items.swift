@@ -243,9 +243,10 @@ extension PostgresMetadataStore {
                 SELECT coalesce(array_agg(record), '{}') FROM version
                 WHERE version.account_id = item.account_id AND version.container_id = item.container_id
                     AND version.item_id = item.item_id)
-            FROM item
-            WHERE account_id = \(container.account.string) AND container_id = \(container.container.string)
-                AND item_id = ANY(\(ids.map(\.string)))
+            FROM unnest(\(ids.map(\.string))) AS wanted(id) CROSS JOIN LATERAL (
+                SELECT * FROM item
+                WHERE account_id = \(container.account.string) AND container_id = \(container.container.string)
+                    AND item_id = wanted.id OFFSET 0) AS item
             """, as: (String, String, String, String?, Bool, [String]).self)
         var items: [ItemID: StoredItem] = [:]
         for row in rows {
