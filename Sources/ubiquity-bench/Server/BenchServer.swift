@@ -19,13 +19,18 @@ struct BenchServer {
     let container = try! ContainerID("TEAM.com.example.bench")
     private let task: Task<Void, any Error>
 
-    /// Starts a service whose data lives in `directory` (its metadata in the PostgreSQL database `database` when
-    /// given), registers an account and signs a device in.
-    static func start(in directory: URL, connections: Int = 8, database: String? = nil) async throws -> BenchServer {
+    /// Starts a service whose data lives in `directory` (its metadata in the PostgreSQL database `database` and its
+    /// chunks in the S3 bucket `chunkStore` when given), registers an account unless `registering` is `false` (a
+    /// node joining another's database, where the account exists already) and signs a device in.
+    static func start(
+        in directory: URL, connections: Int = 8, database: String? = nil, chunkStore: String? = nil,
+        registering: Bool = true
+    ) async throws -> BenchServer {
         var logger = Logger(label: "ubiquity.bench")
         logger.logLevel = .error
         let configuration = ServerConfiguration(
-            dataDirectory: directory, port: 0, openRegistration: true, bcryptCost: 4, database: database)
+            dataDirectory: directory, port: 0, openRegistration: true, bcryptCost: 4, chunkStore: chunkStore,
+            database: database)
         let service = try await UbiquityService(configuration: configuration, logger: logger)
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self)
         let application = try service.makeApplication { channel in
@@ -41,8 +46,10 @@ struct BenchServer {
                 connectionPool: .init(
                     idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)))
         let base = "http://127.0.0.1:\(port)"
-        _ = try await Self.send(
-            client, .POST, base + "/v1/accounts", json: RegisterRequest(name: "bench", password: "benchmark!"))
+        if registering {
+            _ = try await Self.send(
+                client, .POST, base + "/v1/accounts", json: RegisterRequest(name: "bench", password: "benchmark!"))
+        }
         let login = try JSONDecoder().decode(
             LoginResponse.self,
             from: try await Self.send(
