@@ -74,7 +74,8 @@ final class PostgresItemCommitter: Sendable {
         let results: [Result<any Sendable, any Error>]
         do {
             results = try await store.write(retryingUniqueViolations: batch.count == 1) { db in
-                let work = try await PostgresItemWork(locking: container, in: db)
+                let work = try await PostgresItemWork(
+                    locking: container, lockingAccount: batch.contains { !$0.keys.chunks.isEmpty }, in: db)
                 try await work.prefetch(batch.map(\.keys))
                 var results: [Result<any Sendable, any Error>] = []
                 for pending in batch {

@@ -14,10 +14,6 @@ import UbiquityProtocol
 /// flush, after every reference the transaction adds is in place.
 ///
 /// An operation refused with a ``ProtocolError`` is undone by putting back ``contents`` as they were before it.
-///
-/// Reads by many keys look each key up on its own (`unnest` of the keys, then a lateral subquery the planner cannot
-/// flatten): with `key = ANY(keys)`, a table that grew since it was last analysed is estimated at a row or two per
-/// container, and the planner filters every row of the container instead of looking the keys up in the index.
 final class PostgresItemWork {
     let db: PostgresTransaction
     let container: ContainerKey
@@ -69,12 +65,29 @@ final class PostgresItemWork {
         var lockedFeedSequence: Int64
     }
 
-    /// Takes the container's lock (making its row on first use) and starts the work on it.
-    init(locking container: ContainerKey, in db: PostgresTransaction) async throws {
+    /// Takes the container's lock (making its row on first use) and starts the work on it; with `lockingAccount`,
+    /// the account's lock too, after the container's, in the same statement.
+    init(locking container: ContainerKey, lockingAccount: Bool, in db: PostgresTransaction) async throws {
         self.db = db
         self.container = container
-        let state = try await PostgresMetadataStore.lockContainer(container, in: db)
-        contents = Contents(state: state, lockedFeedSequence: state.feedSequence)
+        let state: ContainerState
+        if lockingAccount {
+            let (account, containerID) = (container.account.string, container.container.string)
+            guard
+                let (epoch, feed, keyValues, _) = try await db.row(
+                    """
+                    WITH account_lock AS (SELECT id FROM account WHERE id = \(account) FOR UPDATE)
+                    INSERT INTO container (account_id, container_id, epoch)
+                    VALUES (\(account), \(containerID), \(StoredForm.newEpoch()))
+                    ON CONFLICT (account_id, container_id) DO UPDATE SET epoch = container.epoch
+                    RETURNING epoch, feed_sequence, kv_sequence, (SELECT count(*) FROM account_lock)
+                    """, as: (String, Int64, Int64, Int64).self)
+            else { throw ProtocolError(.internalError, "container \(container.container) could not be locked") }
+            state = ContainerState(epoch: epoch, feedSequence: feed, keyValueSequence: keyValues)
+        } else {
+            state = try await PostgresMetadataStore.lockContainer(container, in: db)
+        }
+        contents = Contents(state: state, accountLocked: lockingAccount, lockedFeedSequence: state.feedSequence)
     }
 
     private var account: String { container.account.string }
@@ -83,32 +96,27 @@ final class PostgresItemWork {
     // MARK: Reading
 
     /// Reads at once what the operations of `keys` will ask about: their items and versions, the account's chunks
-    /// among theirs, and the items and folders at their paths and those paths' ancestors.
+    /// among theirs (when the account is locked), and the items and folders at their paths and those paths'
+    /// ancestors.
     func prefetch(_ keys: [ItemWorkKeys]) async throws {
-        let itemIDs = Set(keys.flatMap(\.items)).filter { contents.items[$0] == nil }
-        if !itemIDs.isEmpty { try await loadItems(Array(itemIDs)) }
-        let versionIDs = Set(keys.flatMap(\.versions)).filter { contents.versions[$0] == nil }
-        if !versionIDs.isEmpty { try await loadVersions(Array(versionIDs)) }
-        let hashes = Set(keys.flatMap(\.chunks)).subtracting(contents.presentChunks)
-        if !hashes.isEmpty { _ = try await missing(Array(hashes)) }
-        var paths = Set(keys.flatMap(\.paths))
-        for case let item? in contents.items.values where !item.record.isDeleted { paths.insert(item.record.path) }
-        var pathKeys = Set(paths.flatMap { [$0.collisionKey] + $0.ancestors.map(\.collisionKey) })
-        pathKeys = pathKeys.filter { contents.livePaths[$0] == nil || contents.folders[$0] == nil }
-        if !pathKeys.isEmpty { try await loadPaths(Array(pathKeys)) }
+        let paths = Set(keys.flatMap(\.paths))
+        try await load(
+            items: keys.flatMap(\.items), versions: keys.flatMap(\.versions),
+            chunks: contents.accountLocked ? keys.flatMap(\.chunks) : [],
+            pathKeys: paths.flatMap { [$0.collisionKey] + $0.ancestors.map(\.collisionKey) })
     }
 
     /// The item `id`, as this transaction has it.
     func item(_ id: ItemID) async throws -> StoredItem? {
         if let known = contents.items[id] { return known }
-        try await loadItems([id])
+        try await load(items: [id])
         return contents.items[id] ?? nil
     }
 
     /// The version `id` of the account, whichever item it belongs to.
     func version(_ id: VersionID) async throws -> VersionRow? {
         if let known = contents.versions[id] { return known }
-        try await loadVersions([id])
+        try await load(versions: [id])
         return contents.versions[id] ?? nil
     }
 
@@ -120,12 +128,7 @@ final class PostgresItemWork {
         let unknown = unique.filter { !contents.presentChunks.contains($0) }
         guard !unknown.isEmpty else { return [] }
         try await lockAccount()
-        let present = try await db.values(
-            """
-            SELECT found.hash FROM unnest(\(unknown.map(\.string))) AS wanted(hash) CROSS JOIN LATERAL (
-                SELECT hash FROM chunk WHERE account_id = \(account) AND hash = wanted.hash OFFSET 0) AS found
-            """, as: String.self)
-        for hash in present { contents.presentChunks.insert(try ChunkHash(hash)) }
+        try await load(chunks: unknown)
         return unique.filter { !contents.presentChunks.contains($0) }
     }
 
@@ -138,70 +141,133 @@ final class PostgresItemWork {
 
     /// The live item holding `pathKey`, if any.
     func liveItem(at pathKey: String) async throws -> LiveItem? {
-        if contents.livePaths[pathKey] == nil { try await loadPaths([pathKey]) }
+        if contents.livePaths[pathKey] == nil { try await load(pathKeys: [pathKey]) }
         return contents.livePaths[pathKey] ?? nil
     }
 
     /// The folder at `pathKey`, if any.
     func folder(at pathKey: String) async throws -> Folder? {
-        if contents.folders[pathKey] == nil { try await loadPaths([pathKey]) }
+        if contents.folders[pathKey] == nil { try await load(pathKeys: [pathKey]) }
         return contents.folders[pathKey] ?? nil
     }
 
-    private func loadItems(_ ids: [ItemID]) async throws {
-        let found = try await PostgresMetadataStore.loadItems(ids, in: container, db: db)
-        for id in ids where contents.items[id] == nil { contents.items[id] = .some(found[id]) }
-        for item in found.values {
+    /// Reads, in one statement, those of the given keys this transaction does not hold yet, and holds them.
+    private func load(
+        items: [ItemID] = [], versions: [VersionID] = [], chunks: [ChunkHash] = [], pathKeys: [String] = []
+    ) async throws {
+        let items = Array(Set(items).filter { contents.items[$0] == nil })
+        let versions = Array(Set(versions).filter { contents.versions[$0] == nil })
+        let chunks = Array(Set(chunks).subtracting(contents.presentChunks))
+        let pathKeys = Array(Set(pathKeys).filter { contents.livePaths[$0] == nil || contents.folders[$0] == nil })
+        let found = try await Self.lookup(
+            items: items, versions: versions, chunks: chunks, pathKeys: pathKeys, in: container, db: db)
+        for id in items { contents.items[id] = .some(found.items[id]) }
+        for item in found.items.values {
             for version in item.versions.versions.values where contents.versions[version.id] == nil {
                 contents.versions[version.id] = VersionRow(item: item.record.id, record: version)
             }
         }
-    }
-
-    private func loadVersions(_ ids: [VersionID]) async throws {
-        let rows = try await db.rows(
-            """
-            SELECT found.version_id, found.item_id, found.record
-            FROM unnest(\(ids.map(\.string))) AS wanted(id) CROSS JOIN LATERAL (
-                SELECT version_id, item_id, record FROM version
-                WHERE account_id = \(account) AND version_id = wanted.id OFFSET 0) AS found
-            """, as: (String, String, String).self)
-        for id in ids where contents.versions[id] == nil { contents.versions[id] = .some(nil) }
-        for (id, item, record) in rows {
-            contents.versions[try VersionID(id)] = VersionRow(
-                item: try ItemID(item), record: try StoredForm.decode(VersionRecord.self, record))
+        for id in versions where contents.versions[id] == nil { contents.versions[id] = .some(found.versions[id]) }
+        contents.presentChunks.formUnion(found.chunks)
+        for key in pathKeys {
+            if contents.livePaths[key] == nil { contents.livePaths[key] = .some(found.livePaths[key]) }
+            if contents.folders[key] == nil { contents.folders[key] = .some(found.folders[key]) }
         }
     }
 
-    /// Reads the live items and folders at `keys` (those not held already).
-    private func loadPaths(_ keys: [String]) async throws {
-        let rows = try await db.rows(
-            """
-            SELECT true, found.path_key, found.item_id, found.path, found.kind, 0::BIGINT
-            FROM unnest(\(keys)) AS wanted(key) CROSS JOIN LATERAL (
-                SELECT path_key, item_id, path, kind FROM item
-                WHERE account_id = \(account) AND container_id = \(containerID) AND path_key = wanted.key
-                    AND NOT is_deleted OFFSET 0) AS found
-            UNION ALL
-            SELECT false, found.path_key, '', found.path, '', found.item_count
-            FROM unnest(\(keys)) AS wanted(key) CROSS JOIN LATERAL (
-                SELECT path_key, path, item_count FROM folder
-                WHERE account_id = \(account) AND container_id = \(containerID) AND path_key = wanted.key
-                OFFSET 0) AS found
-            """, as: (Bool, String, String, String, String, Int64).self)
-        var live: [String: LiveItem] = [:]
+    /// What ``lookup(items:versions:chunks:pathKeys:in:db:)`` found.
+    struct Found {
+        var items: [ItemID: StoredItem] = [:]
+        var versions: [VersionID: VersionRow] = [:]
+        var chunks: Set<ChunkHash> = []
+        var livePaths: [String: LiveItem] = [:]
         var folders: [String: Folder] = [:]
-        for (isItem, key, id, path, kind, count) in rows {
-            if isItem {
-                live[key] = LiveItem(id: id, path: path, kind: kind)
-            } else {
-                folders[key] = Folder(path: path, count: count)
+    }
+
+    /// The container's items (with their versions) among `items`, the account's versions among `versions` and chunks
+    /// among `chunks`, and the live items and folders at `pathKeys`, in one statement and one round trip.
+    ///
+    /// Each key is looked up on its own (`unnest` of the keys, then a lateral subquery the planner cannot flatten):
+    /// with `key = ANY(keys)`, a table that grew since it was last analysed is estimated at a row or two per
+    /// container, and the planner filters every row of the container instead of looking the keys up in the index.
+    static func lookup(
+        items: [ItemID] = [], versions: [VersionID] = [], chunks: [ChunkHash] = [], pathKeys: [String] = [],
+        in container: ContainerKey, db: PostgresTransaction
+    ) async throws -> Found {
+        var statement = Statement(account: container.account.string, container: container.container.string)
+        var parts: [String] = []
+        if !items.isEmpty {
+            parts.append(
+                """
+                SELECT 'i', item.item_id, item.path, item.kind, item.current_version, item.is_deleted, 0::BIGINT, (
+                    SELECT coalesce(array_agg(record), '{}') FROM version
+                    WHERE version.account_id = item.account_id AND version.container_id = item.container_id
+                        AND version.item_id = item.item_id)
+                FROM unnest(\(statement.bind(items.map(\.string)))) AS wanted(key) CROSS JOIN LATERAL (
+                    SELECT * FROM item WHERE account_id = $1 AND container_id = $2 AND item_id = wanted.key OFFSET 0)
+                    AS item
+                """)
+        }
+        if !versions.isEmpty {
+            parts.append(
+                """
+                SELECT 'v', found.version_id, found.item_id, found.record, NULL, false, 0, '{}'
+                FROM unnest(\(statement.bind(versions.map(\.string)))) AS wanted(key) CROSS JOIN LATERAL (
+                    SELECT version_id, item_id, record FROM version
+                    WHERE account_id = $1 AND version_id = wanted.key OFFSET 0) AS found
+                """)
+        }
+        if !chunks.isEmpty {
+            parts.append(
+                """
+                SELECT 'c', found.hash, '', '', NULL, false, 0, '{}'
+                FROM unnest(\(statement.bind(chunks.map(\.string)))) AS wanted(key) CROSS JOIN LATERAL (
+                    SELECT hash FROM chunk WHERE account_id = $1 AND hash = wanted.key OFFSET 0) AS found
+                """)
+        }
+        if !pathKeys.isEmpty {
+            let keys = statement.bind(pathKeys)
+            parts.append(
+                """
+                SELECT 'l', found.path_key, found.item_id, found.path, found.kind, false, 0, '{}'
+                FROM unnest(\(keys)) AS wanted(key) CROSS JOIN LATERAL (
+                    SELECT path_key, item_id, path, kind FROM item
+                    WHERE account_id = $1 AND container_id = $2 AND path_key = wanted.key AND NOT is_deleted
+                    OFFSET 0) AS found
+                UNION ALL
+                SELECT 'f', found.path_key, found.path, '', NULL, false, found.item_count, '{}'
+                FROM unnest(\(keys)) AS wanted(key) CROSS JOIN LATERAL (
+                    SELECT path_key, path, item_count FROM folder
+                    WHERE account_id = $1 AND container_id = $2 AND path_key = wanted.key OFFSET 0) AS found
+                """)
+        }
+        var found = Found()
+        guard !parts.isEmpty else { return found }
+        // The first part names the columns' types; the others' literals take them.
+        let header =
+            "SELECT NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::BOOL, NULL::BIGINT, "
+            + "NULL::TEXT[] WHERE false"
+        let query = statement.query(([header] + parts).joined(separator: "\nUNION ALL\n"))
+        let rows = try await db.rows(query, as: (String, String, String, String, String?, Bool, Int64, [String]).self)
+        for (tag, first, second, third, fourth, flag, count, list) in rows {
+            switch tag {
+            case "i":
+                let record = try PostgresMetadataStore.record(from: (first, second, third, fourth, flag))
+                let versions = try list.map { try StoredForm.decode(VersionRecord.self, $0) }
+                found.items[record.id] = StoredItem(
+                    record: record,
+                    versions: ItemVersions(
+                        itemID: record.id, versions: versions, current: record.currentVersion,
+                        isDeleted: record.isDeleted))
+            case "v":
+                found.versions[try VersionID(first)] = VersionRow(
+                    item: try ItemID(second), record: try StoredForm.decode(VersionRecord.self, third))
+            case "c": found.chunks.insert(try ChunkHash(first))
+            case "l": found.livePaths[first] = LiveItem(id: second, path: third, kind: fourth ?? "")
+            default: found.folders[first] = Folder(path: second, count: count)
             }
         }
-        for key in keys {
-            if contents.livePaths[key] == nil { contents.livePaths[key] = .some(live[key]) }
-            if contents.folders[key] == nil { contents.folders[key] = .some(folders[key]) }
-        }
+        return found
     }
 
     // MARK: Writing
@@ -271,7 +337,7 @@ final class PostgresItemWork {
                 DELETE FROM version_chunk WHERE account_id = \(account) AND version_id = ANY(\(ids))
                 """)
         }
-        var statement = WriteStatement(account: account, container: containerID)
+        var statement = Statement(account: account, container: containerID)
         try addItems(to: &statement)
         try addVersions(to: &statement)
         addFolders(to: &statement)
@@ -288,11 +354,11 @@ final class PostgresItemWork {
                 WHERE account_id = $1 AND container_id = $2
                 """)
         }
-        if let query = statement.query { try await db.run(query) }
+        if let query = statement.writes { try await db.run(query) }
         if !removed.isEmpty { try await forgetUnused(Set(removed.values.joined())) }
     }
 
-    private func addItems(to statement: inout WriteStatement) throws {
+    private func addItems(to statement: inout Statement) throws {
         let records = contents.changedItems.compactMap { contents.items[$0] ?? nil }.map(\.record)
         guard !records.isEmpty else { return }
         statement.add(
@@ -309,7 +375,7 @@ final class PostgresItemWork {
             """)
     }
 
-    private func addVersions(to statement: inout WriteStatement) throws {
+    private func addVersions(to statement: inout Statement) throws {
         var ids: [String] = []
         var items: [String] = []
         var records: [String] = []
@@ -341,7 +407,7 @@ final class PostgresItemWork {
             """)
     }
 
-    private func addFolders(to statement: inout WriteStatement) {
+    private func addFolders(to statement: inout Statement) {
         var kept: [(key: String, folder: Folder)] = []
         var gone: [String] = []
         for key in contents.changedFolders {
@@ -385,9 +451,9 @@ final class PostgresItemWork {
     }
 }
 
-/// Writes to several tables sent as one statement: each a data-modifying `WITH` (PostgreSQL runs every one, whether
-/// or not the statement reads it). The account and container are `$1` and `$2`.
-private struct WriteStatement {
+/// A statement built in parts, its parameters numbered as they are bound; the account and container are `$1` and
+/// `$2`.
+private struct Statement {
     private var parts: [String] = []
     private var bindings = PostgresBindings()
 
@@ -402,14 +468,19 @@ private struct WriteStatement {
         return "$\(bindings.count)"
     }
 
+    /// Adds a write, for ``writes``.
     mutating func add(_ sql: String) { parts.append(sql) }
 
-    /// The statement, or `nil` when nothing was added.
-    var query: PostgresQuery? {
+    /// The writes added, as one statement (each a data-modifying `WITH`, which PostgreSQL runs whether or not the
+    /// statement reads it), or `nil` when none was added.
+    var writes: PostgresQuery? {
         guard !parts.isEmpty else { return nil }
         let writes = parts.enumerated().map { "write\($0.offset) AS (\($0.element))" }.joined(separator: ",\n")
-        return PostgresQuery(unsafeSQL: "WITH \(writes)\nSELECT 1", binds: bindings)
+        return query("WITH \(writes)\nSELECT 1")
     }
+
+    /// `sql` with the parameters bound.
+    func query(_ sql: String) -> PostgresQuery { PostgresQuery(unsafeSQL: sql, binds: bindings) }
 }
 
 /// What an item operation will read, so that a transaction of many reads it together first.

@@ -128,7 +128,9 @@ extension PostgresMetadataStore {
 
     public func item(_ id: ItemID, in container: ContainerKey) async throws -> ItemDetail? {
         try await read { db in
-            guard let item = try await Self.loadItems([id], in: container, db: db)[id] else { return nil }
+            guard let item = try await PostgresItemWork.lookup(items: [id], in: container, db: db).items[id] else {
+                return nil
+            }
             let versions = item.versions.versions.values.sorted { VersionRecord.precedes($1, $0) }
             return ItemDetail(item: item.record, versions: versions)
         }
@@ -231,34 +233,6 @@ extension PostgresMetadataStore {
             throw ProtocolError(.itemNotFound, "no item \(id) in container \(work.container.container)")
         }
         return item
-    }
-
-    /// The items among `ids` that the container has, with their versions.
-    static func loadItems(_ ids: [ItemID], in container: ContainerKey, db: PostgresTransaction) async throws
-        -> [ItemID: StoredItem]
-    {
-        let rows = try await db.rows(
-            """
-            SELECT \(unescaped: itemColumns), (
-                SELECT coalesce(array_agg(record), '{}') FROM version
-                WHERE version.account_id = item.account_id AND version.container_id = item.container_id
-                    AND version.item_id = item.item_id)
-            FROM unnest(\(ids.map(\.string))) AS wanted(id) CROSS JOIN LATERAL (
-                SELECT * FROM item
-                WHERE account_id = \(container.account.string) AND container_id = \(container.container.string)
-                    AND item_id = wanted.id OFFSET 0) AS item
-            """, as: (String, String, String, String?, Bool, [String]).self)
-        var items: [ItemID: StoredItem] = [:]
-        for row in rows {
-            let record = try record(from: (row.0, row.1, row.2, row.3, row.4))
-            let versions = try row.5.map { try StoredForm.decode(VersionRecord.self, $0) }
-            items[record.id] = StoredItem(
-                record: record,
-                versions: ItemVersions(
-                    itemID: record.id, versions: versions, current: record.currentVersion,
-                    isDeleted: record.isDeleted))
-        }
-        return items
     }
 
     typealias ItemRow = (String, String, String, String?, Bool)
