@@ -8,17 +8,17 @@ import UbiquityProtocol
 /// `LISTEN` on a connection of their own.
 ///
 /// Events are sent after their change was committed, never inside the write's transaction (a `NOTIFY` there would
-/// take a database-wide lock at every commit), and those queued meanwhile go together in one statement. A node
-/// ignores its own events (its routes told its subscribers already). When the listening connection is lost the
+/// take a database-wide lock at every commit), and those queued meanwhile go together: as few notifications as fit
+/// them, in one statement. A notification's payload is the sending node's id, a line break, and a JSON array of
+/// events. A node ignores its own notifications by their first line, without decoding them (its routes told its
+/// subscribers already). When the listening connection is lost the
 /// node listens again, with back-off, and then signals ``ClusterSignal/resynchronize``: what was said while it was
 /// deaf is lost, so it drops its caches and points its subscribers at their feeds.
 public final class PostgresClusterBus: ClusterBus {
     static let channel = "ubiquity_events"
 
-    private struct Message: Codable {
-        var node: UUID
-        var event: ClusterEvent
-    }
+    /// The most bytes of events one notification carries (PostgreSQL refuses payloads of 8,000 bytes or more).
+    static let payloadLimit = 7000
 
     private let store: PostgresMetadataStore
     private var node: UUID { store.node }
@@ -51,9 +51,36 @@ public final class PostgresClusterBus: ClusterBus {
     }
 
     public func announce(_ event: ClusterEvent) {
-        guard let data = try? JSONEncoder().encode(Message(node: node, event: event)) else { return }
+        guard let data = try? JSONEncoder().encode(event) else { return }
         queue.append(String(decoding: data, as: UTF8.self))
         wake.yield()
+    }
+
+    /// `events` (each one JSON-encoded) as notification payloads from `node`, as many to a payload as fit.
+    static func payloads(_ events: [String], from node: UUID) -> [String] {
+        var payloads: [String] = []
+        var current: [String] = []
+        var size = 0
+        for event in events {
+            if !current.isEmpty, size + event.utf8.count + 1 > payloadLimit {
+                payloads.append("\(node)\n[\(current.joined(separator: ","))]")
+                current.removeAll()
+                size = 0
+            }
+            current.append(event)
+            size += event.utf8.count + 1
+        }
+        if !current.isEmpty { payloads.append("\(node)\n[\(current.joined(separator: ","))]") }
+        return payloads
+    }
+
+    /// The events of a payload another node sent; none for this node's own or one that cannot be read.
+    static func events(in payload: String, ignoring node: UUID) -> [ClusterEvent] {
+        guard let newline = payload.utf8.firstIndex(of: UInt8(ascii: "\n")),
+            let sender = UUID(uuidString: String(payload[..<newline])), sender != node
+        else { return [] }
+        let events = payload[payload.index(after: newline)...]
+        return (try? JSONDecoder().decode([ClusterEvent].self, from: Data(events.utf8))) ?? []
     }
 
     public func positions(of containers: [ContainerKey]) async throws
@@ -74,12 +101,9 @@ public final class PostgresClusterBus: ClusterBus {
                             if listenedBefore { await handler(.resynchronize) }
                             listenedBefore = true
                             for try await notification in notifications {
-                                guard
-                                    let message = try? JSONDecoder().decode(
-                                        Message.self, from: Data(notification.payload.utf8)),
-                                    message.node != node
-                                else { continue }
-                                await handler(.event(message.event))
+                                for event in Self.events(in: notification.payload, ignoring: node) {
+                                    await handler(.event(event))
+                                }
                             }
                         }
                     }
@@ -102,7 +126,7 @@ public final class PostgresClusterBus: ClusterBus {
         _ queue: Outbox, woken: AsyncStream<Void>, through store: PostgresMetadataStore, logger: Logger
     ) async {
         for await _ in woken {
-            let batch = queue.takeAll()
+            let batch = payloads(queue.takeAll(), from: store.node)
             guard !batch.isEmpty else { continue }
             do {
                 try await store.client.withConnection { connection in
