@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Crypto
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -12,7 +13,9 @@ import UbiquityProtocol
         if: (StorageFixtures.postgresURL != nil && StorageFixtures.s3URL != nil) || StorageFixtures.isCI,
         "UBIQUITY_POSTGRES_URL or UBIQUITY_S3_URL is unset (.ci/run starts both servers)"))
 struct NodeProcessesTests {
-    @Test("a device whose node is killed with SIGKILL carries on through the other with the same token and feed")
+    @Test(
+        "a device whose node is killed with SIGKILL in the middle of an upload carries on through the other: same token, feed and key-value position, only the unfinished chunk sent again, no version with a missing chunk"
+    )
     func deviceMovesToTheOtherNode() async throws {
         let postgres = try #require(StorageFixtures.postgresURL)
         let s3 = try #require(StorageFixtures.s3URL)
@@ -47,7 +50,28 @@ struct NodeProcessesTests {
             KeyValueBatch(writes: [KeyValueWrite(key: "theme", value: .string("dark"), timestamp: Date())]),
             token: login.token)
 
+        // A version of three chunks: two uploaded through the first node, the third half sent when it dies.
+        let pieces = (0..<3).map { _ in (0..<(256 << 10)).map { _ in UInt8.random(in: .min ... .max) } }
+        let references = try pieces.map {
+            ChunkReference(hash: try ChunkHash(digest: SHA256.hash(data: $0)), size: Int64($0.count))
+        }
+        for index in 0..<2 {
+            let (status, body) = try await one.put(
+                "\(container)/chunks/\(references[index].hash)", pieces[index], login.token)
+            #expect(status == .created, "\(String(decoding: body, as: UTF8.self))")
+        }
+        let (unfinished, feeder) = AsyncStream.makeStream(of: ByteBuffer.self)
+        feeder.yield(ByteBuffer(bytes: pieces[2].prefix(pieces[2].count / 2)))
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(one.port)\(container)/chunks/\(references[2].hash)")
+        request.method = .PUT
+        request.headers.add(name: "Authorization", value: "Bearer \(login.token)")
+        request.body = .stream(unfinished, length: .known(Int64(pieces[2].count)))
+        let stalled = Task { [request] in try await HTTPClient.shared.execute(request, timeout: .seconds(60)) }
+        try await one.waitForUploadedBytes(atLeast: 2 * pieces[0].count + pieces[2].count / 2)
+
         #expect(first.killAndWait(), "the first node died of SIGKILL")
+        feeder.finish()
+        _ = await stalled.result
 
         // The same token on the other node; the feed from the start has the folder, and from its token nothing.
         let all: ChangePage = try await two.decode(.GET, "\(container)/changes", token: login.token)
@@ -62,6 +86,32 @@ struct NodeProcessesTests {
             .POST, "\(container)/items", CreateItemRequest(path: try ItemPath("Documents/Receipts"), kind: .directory),
             token: login.token)
         #expect(next.item.path.string == "Documents/Receipts")
+
+        // The other node has the two finished chunks and not the third; the version cannot be committed without it.
+        let missing: MissingChunksResponse = try await two.decode(
+            .POST, "\(container)/chunks/missing", MissingChunksRequest(chunks: references), token: login.token)
+        #expect(missing.missing == [references[2].hash], "only the unfinished chunk is to be sent again")
+        let itemID = ItemID()
+        let create = CreateItemRequest(
+            id: itemID, path: try ItemPath("Documents/Trips/Map.bin"), kind: .file,
+            version: VersionRecord(
+                id: VersionID(), itemID: itemID, manifest: .file(references),
+                contentHash: try ChunkHash(digest: SHA256.hash(data: pieces.flatMap { $0 })),
+                modificationDate: Date(), savingDevice: login.info.device))
+        let refused = try await two.send(.POST, "\(container)/items", create, token: login.token)
+        #expect(refused.status == .conflict)
+        #expect(try JSONDecoder().decode(ProtocolError.self, from: refused.body).missingChunks == [references[2].hash])
+        let listed: ItemListResponse = try await two.decode(.GET, "\(container)/items", token: login.token)
+        #expect(!listed.items.contains { $0.id == itemID }, "no version with a missing chunk is visible")
+        let (status, _) = try await two.put("\(container)/chunks/\(references[2].hash)", pieces[2], login.token)
+        #expect(status == .created)
+        let created: ItemResponse = try await two.decode(.POST, "\(container)/items", create, token: login.token)
+        #expect(created.outcome == .current)
+        var downloaded: [UInt8] = []
+        for reference in references {
+            downloaded += try await two.send(.GET, "\(container)/chunks/\(reference.hash)", token: login.token).body
+        }
+        #expect(downloaded == pieces.flatMap { $0 }, "the content reads back whole through the other node")
     }
 
     /// JSON requests to one node.
@@ -81,6 +131,35 @@ struct NodeProcessesTests {
             let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
             let bytes = try await response.body.collect(upTo: 1 << 24)
             return (response.status, Data(bytes.readableBytesView))
+        }
+
+        /// Uploads `bytes` as the body of a PUT.
+        func put(_ path: String, _ bytes: [UInt8], _ token: String) async throws -> (
+            status: HTTPResponseStatus, body: Data
+        ) {
+            var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
+            request.method = .PUT
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            request.body = .bytes(ByteBuffer(bytes: bytes))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let body = try await response.body.collect(upTo: 1 << 20)
+            return (response.status, Data(body.readableBytesView))
+        }
+
+        /// Returns once the node's `/metrics` counts at least `count` bytes of chunk uploads received (what it reports
+        /// as the bytes arrive, before any upload finishes).
+        func waitForUploadedBytes(atLeast count: Int) async throws {
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                let text = String(decoding: try await send(.GET, "/metrics").body, as: UTF8.self)
+                let received =
+                    text.split(separator: "\n")
+                    .first { $0.hasPrefix("ubiquity_chunk_upload_bytes_total ") }
+                    .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+                if received >= Double(count) { return }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            Issue.record("the node never reported \(count) bytes of uploads received")
         }
 
         func decode<T: Decodable>(
