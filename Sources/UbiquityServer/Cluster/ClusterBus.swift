@@ -1,4 +1,5 @@
 import Foundation
+import ServiceLifecycle
 import UbiquityProtocol
 
 /// What one node tells the other nodes sharing its database after a change is committed.
@@ -25,11 +26,22 @@ public enum ClusterSignal: Sendable, Equatable {
 public protocol ClusterBus: Sendable {
     /// Sends `event` to the other nodes, after the change it reports was committed; never waits for them.
     func announce(_ event: ClusterEvent)
-    /// Starts hearing the other nodes: `handler` gets each of their events, and ``ClusterSignal/resynchronize``
-    /// whenever events may have been missed.
-    func start(_ handler: @escaping @Sendable (ClusterSignal) async -> Void)
+    /// Hears the other nodes until the calling task is cancelled: `handler` gets each of their events, and
+    /// ``ClusterSignal/resynchronize`` whenever events may have been missed.
+    func listen(_ handler: @escaping @Sendable (ClusterSignal) async -> Void) async
     /// Where the feeds and key-value stores of `containers` are now (what subscribers are told after a
     /// ``ClusterSignal/resynchronize``).
     func positions(of containers: [ContainerKey]) async throws
         -> [ContainerKey: (changes: ChangeToken, keyValues: ChangeToken)]
+}
+
+/// A node's hearing of the other nodes, as a service of its application: it listens while the application runs and
+/// stops with it, so a stopped service keeps no connection open for it.
+struct ClusterListening: Service {
+    let bus: any ClusterBus
+    let handler: @Sendable (ClusterSignal) async -> Void
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await bus.listen(handler) }
+    }
 }

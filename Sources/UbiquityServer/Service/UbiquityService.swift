@@ -117,7 +117,6 @@ public struct UbiquityService: Sendable {
             store: TimedMetadataStore(base: store, timings: metrics.database),
             chunks: TimedChunkStore(base: chunks, timings: metrics.chunkStore), hub: hub,
             configuration: configuration, metrics: metrics, cluster: cluster)
-        cluster?.start { signal in await environment.hear(signal) }
         let routers = Self.routers(for: environment)
         let webSocketResponder = routers.push.buildResponder()
         let webSocket = HTTP1WebSocketUpgradeChannel.Configuration(
@@ -136,11 +135,12 @@ public struct UbiquityService: Sendable {
                 certificateChain: certificates, privateKey: .privateKey(key))
             server = try .tls(server, tlsConfiguration: tlsConfiguration)
         }
+        let listening = cluster.map { ClusterListening(bus: $0) { signal in await environment.hear(signal) } }
         return Application(
             router: routers.http, server: server,
             configuration: .init(
                 address: .hostname(configuration.host, port: configuration.port), serverName: "ubiquity"),
-            onServerRunning: onServerRunning, logger: logger)
+            services: listening.map { [$0] } ?? [], onServerRunning: onServerRunning, logger: logger)
     }
 
     /// How long a stopping service lets requests under way finish (``run(_:logger:gracePeriod:)``).

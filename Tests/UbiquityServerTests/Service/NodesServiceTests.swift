@@ -26,6 +26,33 @@ struct NodesServiceTests {
         }
     }
 
+    @Test("a node listens for the others while its application runs, and its listening connection ends when it stops")
+    func listeningEndsWithTheApplication() async throws {
+        let server = try await node("nodes_\(UUID().uuidString.prefix(8).lowercased())")
+        let store = try #require(server.service.store as? PostgresMetadataStore)
+        // The node's listening connection, as the database sees it (each connection's application name is
+        // `ubiquity node <id>`; the listening one's last statement is its LISTEN).
+        @Sendable func listening() async throws -> Int {
+            try await store.read { db in
+                try await db.value(
+                    """
+                    SELECT count(*) FROM pg_stat_activity
+                    WHERE application_name = \("ubiquity node \(store.node)") AND query LIKE 'LISTEN%'
+                    """, as: Int.self) ?? 0
+            }
+        }
+        @Sendable func wait(until expected: Int) async throws {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try await listening() != expected, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(try await listening() == expected)
+        }
+        #expect(try await listening() == 0, "nothing listens before the application runs")
+        try await server.test(.live) { _ in try await wait(until: 1) }
+        try await wait(until: 0)
+    }
+
     @Test("a change through one node is pushed to the other's subscribers; a token revoked on one is refused by both")
     func pushAndRevocationAcrossNodes() async throws {
         let schema = "nodes_\(UUID().uuidString.prefix(8).lowercased())"

@@ -25,7 +25,8 @@ public final class PostgresClusterBus: ClusterBus {
     /// Events not sent yet, and the sender's wake-up call.
     private let queue = Outbox()
     private let wake: AsyncStream<Void>.Continuation
-    private let tasks = Mutex<[Task<Void, Never>]>([])
+    /// Sends what is queued; it ends when the bus is released.
+    private let sender: Task<Void, Never>
     private let logger: Logger
     /// How long to wait before listening again after the connection was lost: the first and the longest wait.
     private let backoff: (first: Duration, longest: Duration)
@@ -39,15 +40,14 @@ public final class PostgresClusterBus: ClusterBus {
         self.backoff = backoff
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         wake = continuation
-        let sender = Task { [store, queue, logger] in
+        sender = Task { [store, queue, logger] in
             await Self.send(queue, woken: stream, through: store, logger: logger)
         }
-        tasks.withLock { $0.append(sender) }
     }
 
     deinit {
         wake.finish()
-        for task in tasks.withLock({ $0 }) { task.cancel() }
+        sender.cancel()
     }
 
     public func announce(_ event: ClusterEvent) {
@@ -89,35 +89,32 @@ public final class PostgresClusterBus: ClusterBus {
         try await store.latestTokens(of: containers)
     }
 
-    public func start(_ handler: @escaping @Sendable (ClusterSignal) async -> Void) {
-        let listener = Task { [store, node, logger, backoff] in
-            var wait = backoff.first
-            var listenedBefore = false
-            while !Task.isCancelled {
-                do {
-                    try await store.client.withConnection { connection in
-                        try await connection.listen(on: Self.channel) { notifications in
-                            wait = backoff.first
-                            if listenedBefore { await handler(.resynchronize) }
-                            listenedBefore = true
-                            for try await notification in notifications {
-                                for event in Self.events(in: notification.payload, ignoring: node) {
-                                    await handler(.event(event))
-                                }
+    public func listen(_ handler: @escaping @Sendable (ClusterSignal) async -> Void) async {
+        var wait = backoff.first
+        var listenedBefore = false
+        while !Task.isCancelled {
+            do {
+                try await store.client.withConnection { [node] connection in
+                    try await connection.listen(on: Self.channel) { notifications in
+                        wait = backoff.first
+                        if listenedBefore { await handler(.resynchronize) }
+                        listenedBefore = true
+                        for try await notification in notifications {
+                            for event in Self.events(in: notification.payload, ignoring: node) {
+                                await handler(.event(event))
                             }
                         }
                     }
-                } catch {
-                    if Task.isCancelled { return }
-                    logger.warning(
-                        "lost the connection that hears other nodes; listening again",
-                        metadata: ["error": "\(PostgresStoreError.describing(error, location: store.location))"])
                 }
-                try? await Task.sleep(for: wait)
-                wait = min(wait * 2, backoff.longest)
+            } catch {
+                if Task.isCancelled { return }
+                logger.warning(
+                    "lost the connection that hears other nodes; listening again",
+                    metadata: ["error": "\(PostgresStoreError.describing(error, location: store.location))"])
             }
+            try? await Task.sleep(for: wait)
+            wait = min(wait * 2, backoff.longest)
         }
-        tasks.withLock { $0.append(listener) }
     }
 
     /// Sends what is queued each time it is woken, everything queued by then in one statement, until the wake-up
