@@ -24,6 +24,51 @@ struct PostgresNodesTests {
     }
 
     @Test(
+        "an item whose stored version cannot be read fails only the operations on it, not those sharing its transaction"
+    )
+    func unreadableRowFailsOnlyItsOperation() async throws {
+        let store = try await Fixtures.postgresStore(schema: "unreadable-\(UUID().uuidString)")
+        let account = try await store.createAccount(name: "ada", passwordHash: "x", quotaBytes: nil)
+        let container = ContainerKey(account: account.id, container: Fixtures.container)
+        let broken = ItemID()
+        let version = VersionRecord(
+            id: VersionID(), itemID: broken, manifest: .file([]), contentHash: Fixtures.sha256([]),
+            modificationDate: Fixtures.now, savingDevice: Fixtures.laptop)
+        _ = try await store.createItem(
+            CreateItemRequest(id: broken, path: try ItemPath("Broken.txt"), kind: .file, version: version),
+            in: container)
+        // As a build that writes records this one cannot read would leave it.
+        try await store.write { db in
+            try await db.run(
+                "UPDATE version SET record = '{\"unreadable\": true}' WHERE version_id = \(version.id.string)")
+        }
+
+        let results = await withTaskGroup(of: (Int, Bool).self) { group in
+            for index in 0..<24 {
+                group.addTask {
+                    do {
+                        if index == 12 {
+                            _ = try await store.moveItem(broken, to: try ItemPath("Moved.txt"), in: container)
+                        } else {
+                            let request = CreateItemRequest(path: try ItemPath("Notes/\(index).txt"), kind: .file)
+                            _ = try await store.createItem(request, in: container)
+                        }
+                        return (index, true)
+                    } catch {
+                        return (index, false)
+                    }
+                }
+            }
+            var results: [Int: Bool] = [:]
+            for await (index, succeeded) in group { results[index] = succeeded }
+            return results
+        }
+        #expect(results[12] == false, "the operation on the unreadable item fails")
+        #expect(results.filter { $0.key != 12 && !$0.value }.isEmpty, "every other operation lands")
+        #expect(try await store.items(in: container).items.count == 24)
+    }
+
+    @Test(
         "two nodes writing one container at once: a reader paging the feed meanwhile gets every change once, in order")
     func feedWithConcurrentWriters() async throws {
         let (one, two) = try await twoNodes()

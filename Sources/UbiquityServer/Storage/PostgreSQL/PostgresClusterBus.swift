@@ -74,13 +74,27 @@ public final class PostgresClusterBus: ClusterBus {
         return payloads
     }
 
-    /// The events of a payload another node sent; none for this node's own or one that cannot be read.
+    /// The events of a payload another node sent; none for this node's own or one that cannot be read. A payload
+    /// of a node of an earlier build (one JSON object, `{"node": …, "event": …}`) is read too, so that nodes hear
+    /// each other while a deployment is updated one node at a time.
     static func events(in payload: String, ignoring node: UUID) -> [ClusterEvent] {
         guard let newline = payload.utf8.firstIndex(of: UInt8(ascii: "\n")),
-            let sender = UUID(uuidString: String(payload[..<newline])), sender != node
-        else { return [] }
+            let sender = UUID(uuidString: String(payload[..<newline]))
+        else {
+            guard let single = try? JSONDecoder().decode(SingleEvent.self, from: Data(payload.utf8)),
+                single.node != node
+            else { return [] }
+            return [single.event]
+        }
+        guard sender != node else { return [] }
         let events = payload[payload.index(after: newline)...]
         return (try? JSONDecoder().decode([ClusterEvent].self, from: Data(events.utf8))) ?? []
+    }
+
+    /// The payload of a node of an earlier build: one event.
+    private struct SingleEvent: Decodable {
+        var node: UUID
+        var event: ClusterEvent
     }
 
     public func positions(of containers: [ContainerKey]) async throws
@@ -91,14 +105,14 @@ public final class PostgresClusterBus: ClusterBus {
 
     public func listen(_ handler: @escaping @Sendable (ClusterSignal) async -> Void) async {
         var wait = backoff.first
-        var listenedBefore = false
         while !Task.isCancelled {
             do {
                 try await store.client.withConnection { [node] connection in
                     try await connection.listen(on: Self.channel) { notifications in
                         wait = backoff.first
-                        if listenedBefore { await handler(.resynchronize) }
-                        listenedBefore = true
+                        // What was said before this node listened (at start, too, while it already answered
+                        // requests) is not heard: caches are dropped and subscribers told where their feeds are.
+                        await handler(.resynchronize)
                         for try await notification in notifications {
                             for event in Self.events(in: notification.payload, ignoring: node) {
                                 await handler(.event(event))

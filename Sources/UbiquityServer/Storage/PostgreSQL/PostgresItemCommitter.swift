@@ -10,8 +10,8 @@ import UbiquityProtocol
 /// node; a transaction per operation would hold the lock for a dozen round trips each, and the container's writers
 /// would spend their time waiting on it. Here, while a transaction runs on a container, this node's new operations on
 /// it queue; the next transaction takes them all, reads what they need in a few statements, runs them in memory
-/// (``PostgresItemWork``) and writes the result in a few more. An operation refused with a ``ProtocolError`` is undone
-/// alone and the others still land. Every caller is answered only after the transaction holding its operation has
+/// (``PostgresItemWork``) and writes the result in a few more. An operation that is refused (or fails on a row it
+/// cannot read) is undone alone and the others still land. Every caller is answered only after the transaction holding its operation has
 /// committed, so an answer still means "stored". Other containers' operations run in transactions of their own, at
 /// the same time.
 final class PostgresItemCommitter: Sendable {
@@ -76,13 +76,20 @@ final class PostgresItemCommitter: Sendable {
             results = try await store.write(retryingUniqueViolations: batch.count == 1) { db in
                 let work = try await PostgresItemWork(
                     locking: container, lockingAccount: batch.contains { !$0.keys.chunks.isEmpty }, in: db)
-                try await work.prefetch(batch.map(\.keys))
+                do {
+                    try await work.prefetch(batch.map(\.keys))
+                } catch  where !(error is PSQLError) {
+                    // A row that cannot be read (one a newer build wrote, say): each operation reads its own keys
+                    // and only those that need that row fail.
+                }
                 var results: [Result<any Sendable, any Error>] = []
                 for pending in batch {
                     let before = work.contents
                     do {
                         results.append(.success(try await pending.work(work)))
-                    } catch let error as ProtocolError {
+                    } catch  where !(error is PSQLError) {
+                        // Refused, or a row it needed could not be read: undone alone. (The database's own errors
+                        // abort the transaction, and fail or retry the batch.)
                         work.contents = before
                         results.append(.failure(error))
                     }

@@ -297,8 +297,15 @@ final class PostgresItemWork {
         }
     }
 
+    /// Reads the live items and folders at `paths` not held yet, in one statement (rather than a statement each as
+    /// they are asked about).
+    func hold(_ paths: [ItemPath]) async throws {
+        try await load(pathKeys: paths.map(\.collisionKey))
+    }
+
     /// Adds one live item beneath each of `ancestors` (creating the folders that are new).
     func addToFolders(_ ancestors: [ItemPath]) async throws {
+        try await hold(ancestors)
         for ancestor in ancestors {
             let key = ancestor.collisionKey
             let folder = try await folder(at: key)
@@ -309,6 +316,7 @@ final class PostgresItemWork {
 
     /// Takes one live item from beneath each of `ancestors` (removing the folders left empty).
     func removeFromFolders(_ ancestors: [ItemPath]) async throws {
+        try await hold(ancestors)
         for ancestor in ancestors {
             let key = ancestor.collisionKey
             guard let folder = try await folder(at: key) else { continue }

@@ -11,6 +11,7 @@ extension PostgresMetadataStore {
         func refuse(_ why: String) -> ProtocolError {
             ProtocolError(.pathCollision, "\(path) cannot be used: \(why)")
         }
+        try await work.hold([path] + path.ancestors)
         if let other = try await work.liveItem(at: path.collisionKey), other.id != id.string {
             throw refuse(
                 other.path == path.string

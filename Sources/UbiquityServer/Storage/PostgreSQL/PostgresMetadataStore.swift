@@ -327,8 +327,9 @@ public final class PostgresMetadataStore: MetadataStore {
                     }
                     requireTLS = value == "require"
                 case "pool":
-                    guard let size = Int(value), (1...1000).contains(size) else {
-                        throw PostgresStoreError("pool must be a number of connections from 1 to 1000")
+                    // One connection listens to the other nodes for as long as the node runs.
+                    guard let size = Int(value), (2...1000).contains(size) else {
+                        throw PostgresStoreError("pool must be a number of connections from 2 to 1000")
                     }
                     poolSize = size
                 default:
