@@ -10,6 +10,8 @@ public enum ClusterEvent: Codable, Sendable, Equatable {
     case keyValueChanged(account: AccountID, container: ContainerID, token: ChangeToken)
     /// A device token was revoked.
     case tokenRevoked(UUID)
+    /// The draft of `version` of `item` grew to `count` chunks.
+    case draftGrew(account: AccountID, container: ContainerID, item: ItemID, version: VersionID, count: Int)
 }
 
 /// What a node hears from the others.
@@ -19,6 +21,9 @@ public enum ClusterSignal: Sendable, Equatable {
     /// The node may have missed events (it listens again after losing its connection): what it caches is to be
     /// dropped and its push subscribers told where their containers' feeds are now.
     case resynchronize
+    /// The node began to hear the others: tokens it checked before (a revocation said meanwhile was not heard) are
+    /// to be checked again. (Push connections are rarely open yet; one that is learns of later changes as usual.)
+    case listening
 }
 
 /// How the nodes of one deployment tell each other of changes, so that each can push to its own subscribers and

@@ -1,6 +1,27 @@
 import Synchronization
 import UbiquityProtocol
 
+/// Where the drafts of versions being uploaded are kept: this process's memory (``DraftBoard``, the embedded
+/// default's), or the database several nodes share (``PostgresDraftStore``), so that a device may follow a draft
+/// through any node.
+protocol DraftStore: Sendable {
+    /// Appends `request`'s chunks to the draft of `version` of `item`, which holds `request.from` chunks (0 begins
+    /// it, replacing a draft of another version).
+    /// - Returns: The draft's length now (it stops growing at ``DraftPage/draftLimit`` chunks).
+    /// - Throws: ``ProtocolError/Code/draftOutOfStep`` when the draft does not hold `request.from` chunks.
+    func append(_ request: DraftAppendRequest, to version: VersionID, of item: ItemID, in container: ContainerKey)
+        async throws -> Int
+    /// The chunks of the draft of `version` of `item` from the `from`th on (at most a page); `nil` when there is
+    /// no such draft.
+    func page(of version: VersionID, of item: ItemID, in container: ContainerKey, from: Int) async throws
+        -> DraftPage?
+    /// A version of `item` was committed, or it was deleted: its draft ends (now, or it did in the commit's own
+    /// transaction).
+    func committed(_ item: ItemID, in container: ContainerKey)
+    /// Ends the draft of `item` (one grown while a version of the item was being committed).
+    func end(_ item: ItemID, in container: ContainerKey) async throws
+}
+
 /// The drafts of versions being uploaded (``DraftAppendRequest``): for each item, the chunks of the version its
 /// device is uploading, in order, as far as they have gone up.
 ///
@@ -9,7 +30,7 @@ import UbiquityProtocol
 /// chunks, an account's drafts hold at most as many together (its least recently grown go first), and all drafts at
 /// most ``chunkLimit`` (the least recently grown go first). Losing one costs a device only the head start it gave;
 /// the version's commit is what counts.
-final class DraftBoard: Sendable {
+final class DraftBoard: DraftStore {
     /// An item's draft.
     struct Draft {
         let version: VersionID
@@ -97,6 +118,8 @@ final class DraftBoard: Sendable {
     func end(_ item: ItemID, in container: ContainerKey) {
         board.withLock { $0.remove(Key(container: container, item: item)) }
     }
+
+    func committed(_ item: ItemID, in container: ContainerKey) { end(item, in: container) }
 
     /// Drops drafts idle too long, then the least recently grown of the account of `key` while it holds too many,
     /// then the least recently grown of all while all hold too many — never `key`'s, which just grew.

@@ -17,14 +17,14 @@ struct RouteEnvironment: Sendable {
     let tokens: TokenCache
     /// The quota chunk uploads under way hold.
     let quota = QuotaReservations()
-    /// The drafts of versions being uploaded.
-    let drafts = DraftBoard()
+    /// The drafts of versions being uploaded: in the database the nodes share when there is one, else in memory.
+    let drafts: any DraftStore
     /// A hash checked when a login names no account, so that answering takes as long as for a real one.
     let decoyHash = DecoyHash()
 
     init(
         store: any MetadataStore, chunks: any ChunkStore, hub: PushHub, configuration: ServerConfiguration,
-        metrics: ServerMetrics, cluster: (any ClusterBus)?
+        metrics: ServerMetrics, cluster: (any ClusterBus)?, drafts: any DraftStore = DraftBoard()
     ) {
         self.store = store
         self.chunks = chunks
@@ -33,6 +33,7 @@ struct RouteEnvironment: Sendable {
         self.metrics = metrics
         self.cluster = cluster
         tokens = TokenCache(lifetime: configuration.tokenCacheLifetime)
+        self.drafts = drafts
     }
 
     /// Decodes a JSON body of at most the configured size.
@@ -68,7 +69,7 @@ struct RouteEnvironment: Sendable {
     /// Counts a change to a container and tells its subscribers where its feed now is.
     func announce(_ response: ItemResponse, in container: ContainerKey, count: Int = 1) {
         metrics.commits.increment(by: Int64(count))
-        if response.version != nil || response.item.isDeleted { drafts.end(response.item.id, in: container) }
+        if response.version != nil || response.item.isDeleted { drafts.committed(response.item.id, in: container) }
         hub.publish(.changed(container: container.container, token: response.token), to: container)
         cluster?.announce(.changed(account: container.account, container: container.container, token: response.token))
     }
@@ -87,6 +88,12 @@ struct RouteEnvironment: Sendable {
                 to: ContainerKey(account: account, container: container))
         case .event(.tokenRevoked(let id)):
             tokens.remove(id: id)
+        case .event(.draftGrew(let account, let container, let item, let version, let count)):
+            hub.publishDraft(
+                .draft(container: container, item: item, version: version, count: count),
+                to: ContainerKey(account: account, container: container))
+        case .listening:
+            tokens.removeAll()
         case .resynchronize:
             tokens.removeAll()
             guard let latest = try? await cluster?.positions(of: hub.subscribedContainers) else { return }

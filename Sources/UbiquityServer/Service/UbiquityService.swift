@@ -116,7 +116,8 @@ public struct UbiquityService: Sendable {
         let environment = RouteEnvironment(
             store: TimedMetadataStore(base: store, timings: metrics.database),
             chunks: TimedChunkStore(base: chunks, timings: metrics.chunkStore), hub: hub,
-            configuration: configuration, metrics: metrics, cluster: cluster)
+            configuration: configuration, metrics: metrics, cluster: cluster,
+            drafts: (store as? PostgresMetadataStore).map { PostgresDraftStore(store: $0) } ?? DraftBoard())
         let routers = Self.routers(for: environment)
         let webSocketResponder = routers.push.buildResponder()
         let webSocket = HTTP1WebSocketUpgradeChannel.Configuration(

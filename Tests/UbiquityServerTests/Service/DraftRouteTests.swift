@@ -12,10 +12,10 @@ import UbiquityServer
 @Suite("Service: drafts of versions being uploaded")
 struct DraftRouteTests {
     @Test(
-        "A draft grows in order and is read back; out-of-step, unknown chunks, foreign items and bad positions are refused; the commit ends it"
-    )
-    func draftLifecycle() async throws {
-        try await TestServer.make().test { client in
+        "A draft grows in order and is read back; out-of-step, unknown chunks, foreign items and bad positions are refused; the commit ends it",
+        arguments: ServiceStorage.available)
+    func draftLifecycle(storage: ServiceStorage) async throws {
+        try await TestServer.make(storage: storage).test { client in
             let laptop = try await Device.signIn(client, account: "ada", device: "laptop")
             let stranger = try await Device.signIn(client, account: "grace", device: "phone")
             let item = ItemID()
@@ -91,9 +91,11 @@ struct DraftRouteTests {
         }
     }
 
-    @Test("A draft is pushed to connections subscribed with drafts, not to the others")
-    func draftPushedToFollowersOnly() async throws {
-        try await TestServer.make().test(.live) { client in
+    @Test(
+        "A draft is pushed to connections subscribed with drafts, not to the others",
+        arguments: ServiceStorage.available)
+    func draftPushedToFollowersOnly(storage: ServiceStorage) async throws {
+        try await TestServer.make(storage: storage).test(.live) { client in
             let laptop = try await Device.signIn(client, account: "ada", device: "laptop")
             let desktop = try await Device.signIn(client, account: "ada", device: "desktop")
             let port = try #require(client.port)

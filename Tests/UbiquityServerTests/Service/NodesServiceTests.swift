@@ -29,28 +29,79 @@ struct NodesServiceTests {
     @Test("a node listens for the others while its application runs, and its listening connection ends when it stops")
     func listeningEndsWithTheApplication() async throws {
         let server = try await node("nodes_\(UUID().uuidString.prefix(8).lowercased())")
+        #expect(try await Self.listening(server) == 0, "nothing listens before the application runs")
+        try await server.test(.live) { _ in try await Self.waitUntilListening(server) }
+        try await Self.waitUntilListening(server, count: 0)
+    }
+
+    /// How many listening connections the node has, as the database sees them (each connection's application name is
+    /// `ubiquity node <id>`; the listening one's last statement is its LISTEN).
+    private static func listening(_ server: TestServer) async throws -> Int {
         let store = try #require(server.service.store as? PostgresMetadataStore)
-        // The node's listening connection, as the database sees it (each connection's application name is
-        // `ubiquity node <id>`; the listening one's last statement is its LISTEN).
-        @Sendable func listening() async throws -> Int {
-            try await store.read { db in
-                try await db.value(
-                    """
-                    SELECT count(*) FROM pg_stat_activity
-                    WHERE application_name = \("ubiquity node \(store.node)") AND query LIKE 'LISTEN%'
-                    """, as: Int.self) ?? 0
-            }
+        return try await store.read { db in
+            try await db.value(
+                """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE application_name = \("ubiquity node \(store.node)") AND query LIKE 'LISTEN%'
+                """, as: Int.self) ?? 0
         }
-        @Sendable func wait(until expected: Int) async throws {
+    }
+
+    /// Returns once each of `servers` has `count` listening connections (a node starts listening as its application
+    /// starts, and a message sent before it listens is not heard).
+    private static func waitUntilListening(_ servers: TestServer..., count: Int = 1) async throws {
+        for server in servers {
             let deadline = ContinuousClock.now + .seconds(30)
-            while try await listening() != expected, ContinuousClock.now < deadline {
+            while try await listening(server) != count, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            #expect(try await listening() == expected)
+            #expect(try await listening(server) == count)
         }
-        #expect(try await listening() == 0, "nothing listens before the application runs")
-        try await server.test(.live) { _ in try await wait(until: 1) }
-        try await wait(until: 0)
+    }
+
+    @Test("a draft grown through one node is pushed to the other's followers and read through it; the commit ends it")
+    func draftAcrossNodes() async throws {
+        let schema = "nodes_\(UUID().uuidString.prefix(8).lowercased())"
+        let one = try await node(schema)
+        let two = try await node(schema)
+        try await one.test(.live) { first in
+            try await two.test(.live) { second in
+                try await Self.waitUntilListening(one, two)
+                let laptop = try await Device.signIn(first, account: "ada", device: "laptop")
+                let desktop = try await Device.signIn(second, account: "ada", device: "desktop")
+                let item = ItemID()
+                _ = try await laptop.send(
+                    .post, laptop.path("items"),
+                    json: CreateItemRequest(id: item, path: try ItemPath("Documents/Film.mov"), kind: .file)
+                ).decode(ItemResponse.self)
+                let prepared = try await laptop.prepareVersion(
+                    of: item, (0..<30_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+                let chunks = prepared.manifest.chunks
+                let port = try #require(second.port)
+                let heard = try await AuthorizationTests.within(seconds: 60) {
+                    try await Self.news(
+                        port: port, token: desktop.token, container: desktop.container, drafts: true
+                    ) {
+                        let grown = try await laptop.send(
+                            .post, laptop.path("items/\(item)/drafts/\(prepared.id)"),
+                            json: DraftAppendRequest(from: 0, chunks: chunks))
+                        #expect(try grown.decode(DraftPage.self).count == chunks.count)
+                    } until: { message in
+                        if case .draft = message { return true }
+                        return false
+                    }
+                }
+                #expect(
+                    heard.last
+                        == .draft(container: desktop.container, item: item, version: prepared.id, count: chunks.count))
+                let route = desktop.path("items/\(item)/drafts/\(prepared.id)")
+                #expect(try await desktop.send(.get, route).decode(DraftPage.self).chunks == chunks)
+
+                _ = try await laptop.send(.post, laptop.path("items/\(item)/versions"), json: prepared).decode(
+                    ItemResponse.self)
+                #expect(try await desktop.send(.get, route).error?.code == .unknownVersion, "the commit ended it")
+            }
+        }
     }
 
     @Test("a change through one node is pushed to the other's subscribers; a token revoked on one is refused by both")
@@ -60,6 +111,7 @@ struct NodesServiceTests {
         let two = try await node(schema)
         try await one.test(.live) { first in
             try await two.test(.live) { second in
+                try await Self.waitUntilListening(one, two)
                 let laptop = try await Device.signIn(first, account: "ada", device: "laptop")
                 let desktop = try await Device.signIn(second, account: "ada", device: "desktop")
                 let port = try #require(second.port)
@@ -106,6 +158,7 @@ struct NodesServiceTests {
         let store = try #require(two.service.store as? PostgresMetadataStore)
         try await one.test(.live) { first in
             try await two.test(.live) { second in
+                try await Self.waitUntilListening(one, two)
                 let laptop = try await Device.signIn(first, account: "ada", device: "laptop")
                 let desktop = try await Device.signIn(second, account: "ada", device: "desktop")
                 let port = try #require(second.port)
@@ -143,8 +196,8 @@ struct NodesServiceTests {
     /// Subscribes to `container` on the node at `port`, runs `trigger` once subscribed, and returns the messages
     /// (neither heartbeats nor the subscription's answer) heard until one satisfies `until`.
     private static func news(
-        port: Int, token: String, container: ContainerID, trigger: @escaping @Sendable () async throws -> Void,
-        until done: @escaping @Sendable (PushMessage) -> Bool
+        port: Int, token: String, container: ContainerID, drafts: Bool = false,
+        trigger: @escaping @Sendable () async throws -> Void, until done: @escaping @Sendable (PushMessage) -> Bool
     ) async throws -> [PushMessage] {
         let result = Mutex<[PushMessage]>([])
         try await WebSocketClient.connect(
@@ -152,7 +205,8 @@ struct NodesServiceTests {
             configuration: .init(additionalHeaders: [.authorization: "Bearer \(token)"]),
             logger: AuthorizationTests.quiet
         ) { inbound, outbound, _ in
-            try await outbound.write(.text(try AuthorizationTests.encode(.subscribe(containers: [container]))))
+            try await outbound.write(
+                .text(try AuthorizationTests.encode(.subscribe(containers: [container], drafts: drafts))))
             for try await message in inbound.messages(maxSize: 1 << 20) {
                 guard case .text(let text) = message else { continue }
                 let decoded = try JSONDecoder().decode(PushMessage.self, from: Data(text.utf8))

@@ -36,18 +36,22 @@ extension RouteEnvironment {
                 throw ProtocolError(
                     .chunksMissing, "the account has no chunk \(missing.sorted()[0]) (and \(missing.count - 1) more)")
             }
-            let count = try drafts.append(body, to: version, of: id, in: container)
+            let count = try await drafts.append(body, to: version, of: id, in: container)
             // A commit (or a deletion) that came while the checks above awaited ends the draft begun meanwhile.
             if let now = try await store.item(id, in: container),
                 now.item.isDeleted || now.versions.contains(where: { $0.id == version })
             {
-                drafts.end(id, in: container)
+                try await drafts.end(id, in: container)
                 throw ProtocolError(
                     .versionExists, "\(version) of item \(id) is committed already, or the item is gone")
             }
             if count > body.from {
                 hub.publishDraft(
                     .draft(container: container.container, item: id, version: version, count: count), to: container)
+                cluster?.announce(
+                    .draftGrew(
+                        account: container.account, container: container.container, item: id, version: version,
+                        count: count))
             }
             return try json(DraftPage(count: count, chunks: []))
         }
@@ -62,7 +66,7 @@ extension RouteEnvironment {
                 }
                 return from
             }
-            guard let page = drafts.page(of: version, of: id, in: container, from: from ?? 0) else {
+            guard let page = try await drafts.page(of: version, of: id, in: container, from: from ?? 0) else {
                 throw ProtocolError(.unknownVersion, "no draft of \(version) of item \(id) (committed, or gone)")
             }
             return try json(page)

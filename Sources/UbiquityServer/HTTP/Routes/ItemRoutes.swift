@@ -34,7 +34,7 @@ extension RouteEnvironment {
             let results = try await store.applyItemBatch(operations, in: container)
             let applied = results.compactMap { try? $0.get() }
             for response in applied where response.version != nil || response.item.isDeleted {
-                drafts.end(response.item.id, in: container)
+                drafts.committed(response.item.id, in: container)
             }
             if let last = applied.last { announce(last, in: container, count: applied.count) }
             return try json(

@@ -88,7 +88,14 @@ public final class PostgresClusterBus: ClusterBus {
         }
         guard sender != node else { return [] }
         let events = payload[payload.index(after: newline)...]
-        return (try? JSONDecoder().decode([ClusterEvent].self, from: Data(events.utf8))) ?? []
+        return (try? JSONDecoder().decode([Known].self, from: Data(events.utf8)))?.compactMap(\.event) ?? []
+    }
+
+    /// An event of a payload, or `nil` for one a later build knows and this one does not (the others of its payload
+    /// still count).
+    private struct Known: Decodable {
+        var event: ClusterEvent?
+        init(from decoder: any Decoder) throws { event = try? ClusterEvent(from: decoder) }
     }
 
     /// The payload of a node of an earlier build: one event.
@@ -105,14 +112,17 @@ public final class PostgresClusterBus: ClusterBus {
 
     public func listen(_ handler: @escaping @Sendable (ClusterSignal) async -> Void) async {
         var wait = backoff.first
+        var listenedBefore = false
         while !Task.isCancelled {
             do {
                 try await store.client.withConnection { [node] connection in
                     try await connection.listen(on: Self.channel) { notifications in
                         wait = backoff.first
-                        // What was said before this node listened (at start, too, while it already answered
-                        // requests) is not heard: caches are dropped and subscribers told where their feeds are.
-                        await handler(.resynchronize)
+                        // What was said before this node listened is not heard: at start (while it already answers
+                        // requests) its cached tokens are dropped; after a lost connection, its subscribers are
+                        // told where their feeds are too.
+                        await handler(listenedBefore ? .resynchronize : .listening)
+                        listenedBefore = true
                         for try await notification in notifications {
                             for event in Self.events(in: notification.payload, ignoring: node) {
                                 await handler(.event(event))

@@ -60,6 +60,8 @@ final class PostgresItemWork {
         /// Versions to delete, and the chunks each used (forgotten at the flush if no version uses them any more).
         var removedVersions: [VersionID: [String]] = [:]
         var changedFolders: Set<String> = []
+        /// Items a version was committed to, or that were deleted: their drafts end.
+        var endedDrafts: Set<ItemID> = []
         /// The feed entries to append, after ``ContainerState/feedSequence`` as it was when the container was locked.
         var feed: [String] = []
         var lockedFeedSequence: Int64
@@ -283,6 +285,9 @@ final class PostgresItemWork {
                 id: id.string, path: item.record.path.string, kind: item.record.kind.rawValue)
         }
         let old = before?.versions.versions ?? [:]
+        if item.record.isDeleted || item.versions.versions.keys.contains(where: { old[$0] == nil }) {
+            contents.endedDrafts.insert(id)
+        }
         for (versionID, version) in item.versions.versions where old[versionID] != version {
             let isNew = old[versionID] == nil
             contents.versions[versionID] = VersionRow(item: id, record: version)
@@ -349,6 +354,12 @@ final class PostgresItemWork {
         try addItems(to: &statement)
         try addVersions(to: &statement)
         addFolders(to: &statement)
+        if !contents.endedDrafts.isEmpty {
+            let items = statement.bind(contents.endedDrafts.map(\.string))
+            statement.add("DELETE FROM draft WHERE account_id = $1 AND container_id = $2 AND item_id = ANY(\(items))")
+            statement.add(
+                "DELETE FROM draft_chunk WHERE account_id = $1 AND container_id = $2 AND item_id = ANY(\(items))")
+        }
         if !contents.feed.isEmpty {
             statement.add(
                 """

@@ -238,7 +238,24 @@ public final class PostgresMetadataStore: MetadataStore {
                 """,
                 "CREATE INDEX kv_entry_sequence ON kv_entry(account_id, container_id, sequence)",
             ]
-        )
+        ),
+        (
+            2,
+            [
+                """
+                CREATE TABLE draft (
+                    account_id TEXT NOT NULL, container_id TEXT NOT NULL, item_id TEXT NOT NULL,
+                    version_id TEXT NOT NULL, chunk_count BIGINT NOT NULL, total BIGINT, grown_at BIGINT NOT NULL,
+                    PRIMARY KEY (account_id, container_id, item_id))
+                """,
+                """
+                CREATE TABLE draft_chunk (
+                    account_id TEXT NOT NULL, container_id TEXT NOT NULL, item_id TEXT NOT NULL,
+                    position BIGINT NOT NULL, hash TEXT NOT NULL, size BIGINT NOT NULL,
+                    PRIMARY KEY (account_id, container_id, item_id, position))
+                """,
+            ]
+        ),
     ]
 
     /// The newest schema version this build knows.
