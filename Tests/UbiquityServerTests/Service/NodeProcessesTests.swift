@@ -157,6 +157,8 @@ struct NodeProcessesTests {
                     .first { $0.hasPrefix("ubiquity_chunk_upload_bytes_total ") }
                     .flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
                 if received >= Double(count) { return }
+                // A poll: the node is another process, and the bytes it has received are reported only in its
+                // /metrics, which announces nothing.
                 try await Task.sleep(for: .milliseconds(20))
             }
             Issue.record("the node never reported \(count) bytes of uploads received")
