@@ -48,7 +48,9 @@ final class PostgresItemCommitter: Sendable {
                 defer { queues[container]!.isRunning = true }
                 return !queues[container]!.isRunning
             }
-            if start { Task { await self.drain(container, of: store) } }
+            // The transaction holds the container's lock while its task waits to be run again after each answer, so
+            // it goes ahead of the requests waiting to join the next one.
+            if start { Task(priority: .high) { await self.drain(container, of: store) } }
         }
         return value as! Value  // the value `work` returned, of type `Value`
     }
@@ -75,13 +77,8 @@ final class PostgresItemCommitter: Sendable {
         do {
             results = try await store.write(retryingUniqueViolations: batch.count == 1) { db in
                 let work = try await PostgresItemWork(
-                    locking: container, lockingAccount: batch.contains { !$0.keys.chunks.isEmpty }, in: db)
-                do {
-                    try await work.prefetch(batch.map(\.keys))
-                } catch  where !(error is PSQLError) {
-                    // A row that cannot be read (one a newer build wrote, say): each operation reads its own keys
-                    // and only those that need that row fail.
-                }
+                    locking: container, lockingAccount: batch.contains { !$0.keys.chunks.isEmpty },
+                    prefetching: batch.map(\.keys), in: db)
                 var results: [Result<any Sendable, any Error>] = []
                 for pending in batch {
                     let before = work.contents

@@ -67,29 +67,45 @@ final class PostgresItemWork {
         var lockedFeedSequence: Int64
     }
 
-    /// Takes the container's lock (making its row on first use) and starts the work on it; with `lockingAccount`,
-    /// the account's lock too, after the container's, in the same statement.
-    init(locking container: ContainerKey, lockingAccount: Bool, in db: PostgresTransaction) async throws {
+    /// Takes the container's lock (making its row on first use), and with `lockingAccount` the account's too, after
+    /// the container's, in the same statement; then reads at once what the operations of `keys` will ask about
+    /// (``prefetch(_:)``).
+    ///
+    /// The lock goes without waiting for its answer, and the lookup right behind it: a connection runs statements in
+    /// the order sent, so the lookup starts once the locks are held, and each statement of a `READ COMMITTED`
+    /// transaction sees what was committed before it started. Two statements, one round trip. A row the lookup
+    /// cannot read (one a newer build wrote, say) is left to each operation, which reads its own keys, so only those
+    /// that need that row fail.
+    init(
+        locking container: ContainerKey, lockingAccount: Bool, prefetching keys: [ItemWorkKeys],
+        in db: PostgresTransaction
+    )
+        async throws
+    {
         self.db = db
         self.container = container
-        let state: ContainerState
-        if lockingAccount {
-            let (account, containerID) = (container.account.string, container.container.string)
-            guard
-                let (epoch, feed, keyValues, _) = try await db.row(
-                    """
-                    WITH account_lock AS (SELECT id FROM account WHERE id = \(account) FOR UPDATE)
-                    INSERT INTO container (account_id, container_id, epoch)
-                    VALUES (\(account), \(containerID), \(StoredForm.newEpoch()))
-                    ON CONFLICT (account_id, container_id) DO UPDATE SET epoch = container.epoch
-                    RETURNING epoch, feed_sequence, kv_sequence, (SELECT count(*) FROM account_lock)
-                    """, as: (String, Int64, Int64, Int64).self)
-            else { throw ProtocolError(.internalError, "container \(container.container) could not be locked") }
-            state = ContainerState(epoch: epoch, feedSequence: feed, keyValueSequence: keyValues)
-        } else {
-            state = try await PostgresMetadataStore.lockContainer(container, in: db)
+        // The transaction's prepared statements are planned once for any parameters, not again at each run: the
+        // plans PostgreSQL would make for given keys are the same index lookups, and planning the lookup anew cost
+        // more than running it.
+        let planned = db.send("SET LOCAL plan_cache_mode = force_generic_plan")
+        let locked = db.send(ContainerLockStatement.query(container, lockingAccount: lockingAccount))
+        // The state is filled in from the lock's answer below; the lookup does not read it.
+        contents = Contents(state: .empty, accountLocked: lockingAccount, lockedFeedSequence: 0)
+        var lookupFailure: (any Error)?
+        do {
+            try await prefetch(keys)
+        } catch {
+            lookupFailure = error
         }
-        contents = Contents(state: state, accountLocked: lockingAccount, lockedFeedSequence: state.feedSequence)
+        // A failed lock fails the lookup behind it too; the lock's error is the one that says why.
+        _ = try await planned.get()
+        let answer = try await locked.get()
+        if let lookupFailure, lookupFailure is PSQLError { throw lookupFailure }
+        guard let (epoch, feed, keyValues, _) = try answer.rows.first?.decode(ContainerLockStatement.Row.self) else {
+            throw ProtocolError(.internalError, "container \(container.container) could not be locked")
+        }
+        contents.state = ContainerState(epoch: epoch, feedSequence: feed, keyValueSequence: keyValues)
+        contents.lockedFeedSequence = feed
     }
 
     private var account: String { container.account.string }
@@ -187,70 +203,18 @@ final class PostgresItemWork {
     }
 
     /// The container's items (with their versions) among `items`, the account's versions among `versions` and chunks
-    /// among `chunks`, and the live items and folders at `pathKeys`, in one statement and one round trip.
-    ///
-    /// Each key is looked up on its own (`unnest` of the keys, then a lateral subquery the planner cannot flatten):
-    /// with `key = ANY(keys)`, a table that grew since it was last analysed is estimated at a row or two per
-    /// container, and the planner filters every row of the container instead of looking the keys up in the index.
+    /// among `chunks`, and the live items and folders at `pathKeys`, in one statement and one round trip
+    /// (``ItemLookupStatement``).
     static func lookup(
         items: [ItemID] = [], versions: [VersionID] = [], chunks: [ChunkHash] = [], pathKeys: [String] = [],
         in container: ContainerKey, db: PostgresTransaction
     ) async throws -> Found {
-        var statement = Statement(account: container.account.string, container: container.container.string)
-        var parts: [String] = []
-        if !items.isEmpty {
-            parts.append(
-                """
-                SELECT 'i', item.item_id, item.path, item.kind, item.current_version, item.is_deleted, 0::BIGINT, (
-                    SELECT coalesce(array_agg(record), '{}') FROM version
-                    WHERE version.account_id = item.account_id AND version.container_id = item.container_id
-                        AND version.item_id = item.item_id)
-                FROM unnest(\(statement.bind(items.map(\.string)))) AS wanted(key) CROSS JOIN LATERAL (
-                    SELECT * FROM item WHERE account_id = $1 AND container_id = $2 AND item_id = wanted.key OFFSET 0)
-                    AS item
-                """)
-        }
-        if !versions.isEmpty {
-            parts.append(
-                """
-                SELECT 'v', found.version_id, found.item_id, found.record, NULL, false, 0, '{}'
-                FROM unnest(\(statement.bind(versions.map(\.string)))) AS wanted(key) CROSS JOIN LATERAL (
-                    SELECT version_id, item_id, record FROM version
-                    WHERE account_id = $1 AND version_id = wanted.key OFFSET 0) AS found
-                """)
-        }
-        if !chunks.isEmpty {
-            parts.append(
-                """
-                SELECT 'c', found.hash, '', '', NULL, false, 0, '{}'
-                FROM unnest(\(statement.bind(chunks.map(\.string)))) AS wanted(key) CROSS JOIN LATERAL (
-                    SELECT hash FROM chunk WHERE account_id = $1 AND hash = wanted.key OFFSET 0) AS found
-                """)
-        }
-        if !pathKeys.isEmpty {
-            let keys = statement.bind(pathKeys)
-            parts.append(
-                """
-                SELECT 'l', found.path_key, found.item_id, found.path, found.kind, false, 0, '{}'
-                FROM unnest(\(keys)) AS wanted(key) CROSS JOIN LATERAL (
-                    SELECT path_key, item_id, path, kind FROM item
-                    WHERE account_id = $1 AND container_id = $2 AND path_key = wanted.key AND NOT is_deleted
-                    OFFSET 0) AS found
-                UNION ALL
-                SELECT 'f', found.path_key, found.path, '', NULL, false, found.item_count, '{}'
-                FROM unnest(\(keys)) AS wanted(key) CROSS JOIN LATERAL (
-                    SELECT path_key, path, item_count FROM folder
-                    WHERE account_id = $1 AND container_id = $2 AND path_key = wanted.key OFFSET 0) AS found
-                """)
-        }
         var found = Found()
-        guard !parts.isEmpty else { return found }
-        // The first part names the columns' types; the others' literals take them.
-        let header =
-            "SELECT NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::TEXT, NULL::BOOL, NULL::BIGINT, "
-            + "NULL::TEXT[] WHERE false"
-        let query = statement.query(([header] + parts).joined(separator: "\nUNION ALL\n"))
-        let rows = try await db.rows(query, as: (String, String, String, String, String?, Bool, Int64, [String]).self)
+        guard !(items.isEmpty && versions.isEmpty && chunks.isEmpty && pathKeys.isEmpty) else { return found }
+        let rows = try await db.execute(
+            ItemLookupStatement(
+                container: container, items: items.map(\.string), versions: versions.map(\.string),
+                chunks: chunks.map(\.string), pathKeys: pathKeys))
         for (tag, first, second, third, fourth, flag, count, list) in rows {
             switch tag {
             case "i":
@@ -350,103 +314,51 @@ final class PostgresItemWork {
                 DELETE FROM version_chunk WHERE account_id = \(account) AND version_id = ANY(\(ids))
                 """)
         }
-        var statement = Statement(account: account, container: containerID)
-        try addItems(to: &statement)
-        try addVersions(to: &statement)
-        addFolders(to: &statement)
-        if !contents.endedDrafts.isEmpty {
-            let items = statement.bind(contents.endedDrafts.map(\.string))
-            statement.add("DELETE FROM draft WHERE account_id = $1 AND container_id = $2 AND item_id = ANY(\(items))")
-            statement.add(
-                "DELETE FROM draft_chunk WHERE account_id = $1 AND container_id = $2 AND item_id = ANY(\(items))")
-        }
-        if !contents.feed.isEmpty {
-            statement.add(
-                """
-                INSERT INTO change (account_id, container_id, sequence, body)
-                SELECT $1, $2, \(statement.bind(contents.lockedFeedSequence)) + ordinality, body
-                FROM unnest(\(statement.bind(contents.feed))) WITH ORDINALITY AS entry(body, ordinality)
-                """)
-            statement.add(
-                """
-                UPDATE container SET feed_sequence = \(statement.bind(contents.state.feedSequence))
-                WHERE account_id = $1 AND container_id = $2
-                """)
-        }
-        if let query = statement.writes { try await db.run(query) }
+        var writes = ItemWriteStatement(container: container)
+        addItems(to: &writes)
+        try addVersions(to: &writes)
+        addFolders(to: &writes)
+        writes.endedDrafts = contents.endedDrafts.map(\.string)
+        writes.feedBefore = contents.lockedFeedSequence
+        writes.feedAfter = contents.state.feedSequence
+        writes.changes = contents.feed
+        if !writes.isEmpty { _ = try await db.execute(writes) }
         if !removed.isEmpty { try await forgetUnused(Set(removed.values.joined())) }
     }
 
-    private func addItems(to statement: inout Statement) throws {
-        let records = contents.changedItems.compactMap { contents.items[$0] ?? nil }.map(\.record)
-        guard !records.isEmpty else { return }
-        statement.add(
-            """
-            INSERT INTO item (account_id, container_id, item_id, path, path_key, kind, current_version, is_deleted)
-            SELECT $1, $2, id, path, path_key, kind, nullif(current_version, ''), is_deleted
-            FROM unnest(\(statement.bind(records.map(\.id.string))), \(statement.bind(records.map(\.path.string))), \
-            \(statement.bind(records.map(\.path.collisionKey))), \(statement.bind(records.map(\.kind.rawValue))), \
-            \(statement.bind(records.map { $0.currentVersion?.string ?? "" })), \(statement.bind(records.map(\.isDeleted))))
-                AS entry(id, path, path_key, kind, current_version, is_deleted)
-            ON CONFLICT (account_id, container_id, item_id) DO UPDATE SET path = excluded.path,
-                path_key = excluded.path_key, kind = excluded.kind, current_version = excluded.current_version,
-                is_deleted = excluded.is_deleted
-            """)
+    private func addItems(to writes: inout ItemWriteStatement) {
+        for id in contents.changedItems {
+            guard let record = (contents.items[id] ?? nil)?.record else { continue }
+            writes.items.ids.append(record.id.string)
+            writes.items.paths.append(record.path.string)
+            writes.items.pathKeys.append(record.path.collisionKey)
+            writes.items.kinds.append(record.kind.rawValue)
+            writes.items.currentVersions.append(record.currentVersion?.string ?? "")
+            writes.items.isDeleted.append(record.isDeleted)
+        }
     }
 
-    private func addVersions(to statement: inout Statement) throws {
-        var ids: [String] = []
-        var items: [String] = []
-        var records: [String] = []
-        var referencing: [String] = []
-        var hashes: [String] = []
+    private func addVersions(to writes: inout ItemWriteStatement) throws {
         for (id, chunks) in contents.writtenVersions {
             guard let row = contents.versions[id] ?? nil else { continue }
-            ids.append(id.string)
-            items.append(row.item.string)
-            records.append(try StoredForm.encode(row.record))
-            referencing += Array(repeating: id.string, count: chunks.count)
-            hashes += chunks
+            writes.versions.ids.append(id.string)
+            writes.versions.items.append(row.item.string)
+            writes.versions.records.append(try StoredForm.encode(row.record))
+            writes.versions.referencing += Array(repeating: id.string, count: chunks.count)
+            writes.versions.hashes += chunks
         }
-        guard !ids.isEmpty else { return }
-        statement.add(
-            """
-            INSERT INTO version (account_id, version_id, container_id, item_id, record)
-            SELECT $1, id, $2, item, record
-            FROM unnest(\(statement.bind(ids)), \(statement.bind(items)), \(statement.bind(records)))
-                AS entry(id, item, record)
-            ON CONFLICT (account_id, version_id) DO UPDATE SET record = excluded.record
-            """)
-        guard !hashes.isEmpty else { return }
-        statement.add(
-            """
-            INSERT INTO version_chunk (account_id, version_id, hash)
-            SELECT $1, id, hash FROM unnest(\(statement.bind(referencing)), \(statement.bind(hashes))) AS entry(id, hash)
-            ON CONFLICT DO NOTHING
-            """)
     }
 
-    private func addFolders(to statement: inout Statement) {
-        var kept: [(key: String, folder: Folder)] = []
-        var gone: [String] = []
+    private func addFolders(to writes: inout ItemWriteStatement) {
         for key in contents.changedFolders {
-            if let folder = contents.folders[key] ?? nil { kept.append((key, folder)) } else { gone.append(key) }
+            if let folder = contents.folders[key] ?? nil {
+                writes.folders.pathKeys.append(key)
+                writes.folders.paths.append(folder.path)
+                writes.folders.counts.append(folder.count)
+            } else {
+                writes.emptiedFolders.append(key)
+            }
         }
-        if !gone.isEmpty {
-            statement.add(
-                "DELETE FROM folder WHERE account_id = $1 AND container_id = $2 AND path_key = ANY(\(statement.bind(gone)))"
-            )
-        }
-        guard !kept.isEmpty else { return }
-        statement.add(
-            """
-            INSERT INTO folder (account_id, container_id, path_key, path, item_count)
-            SELECT $1, $2, path_key, path, item_count
-            FROM unnest(\(statement.bind(kept.map(\.key))), \(statement.bind(kept.map(\.folder.path))), \
-            \(statement.bind(kept.map(\.folder.count)))) AS entry(path_key, path, item_count)
-            ON CONFLICT (account_id, container_id, path_key) DO UPDATE SET path = excluded.path,
-                item_count = excluded.item_count
-            """)
     }
 
     /// Forgets the chunks among `hashes` that no version uses any more; they stop counting against the quota (a
@@ -468,38 +380,6 @@ final class PostgresItemWork {
             try await db.run("UPDATE account SET used_bytes = used_bytes - \(freed) WHERE id = \(account)")
         }
     }
-}
-
-/// A statement built in parts, its parameters numbered as they are bound; the account and container are `$1` and
-/// `$2`.
-private struct Statement {
-    private var parts: [String] = []
-    private var bindings = PostgresBindings()
-
-    init(account: String, container: String) {
-        bindings.append(account)
-        bindings.append(container)
-    }
-
-    /// Adds `value` to the statement's parameters; returns its placeholder.
-    mutating func bind<Value: PostgresDynamicTypeEncodable>(_ value: Value) -> String {
-        bindings.append(value)
-        return "$\(bindings.count)"
-    }
-
-    /// Adds a write, for ``writes``.
-    mutating func add(_ sql: String) { parts.append(sql) }
-
-    /// The writes added, as one statement (each a data-modifying `WITH`, which PostgreSQL runs whether or not the
-    /// statement reads it), or `nil` when none was added.
-    var writes: PostgresQuery? {
-        guard !parts.isEmpty else { return nil }
-        let writes = parts.enumerated().map { "write\($0.offset) AS (\($0.element))" }.joined(separator: ",\n")
-        return query("WITH \(writes)\nSELECT 1")
-    }
-
-    /// `sql` with the parameters bound.
-    func query(_ sql: String) -> PostgresQuery { PostgresQuery(unsafeSQL: sql, binds: bindings) }
 }
 
 /// What an item operation will read, so that a transaction of many reads it together first.
