@@ -11,19 +11,25 @@ import PostgresNIO
 /// Takes a container's row lock, making its row on first use; and, when `lockingAccount`, the account's lock too,
 /// in the same statement. Returns the container's epoch and sequences as they are under the lock.
 ///
+/// It also has the rest of the transaction plan its prepared statements once for any parameters
+/// (`plan_cache_mode`, for this transaction only): the plans PostgreSQL would make for given keys are the same index
+/// lookups, and planning the lookup anew each time cost more than running it.
+///
 /// Sent as text, not prepared (its planning costs little), so that it can go without waiting for its answer: the
 /// lookup is sent right behind it (``PostgresItemWork/init(locking:lockingAccount:prefetching:in:)``).
 enum ContainerLockStatement {
-    typealias Row = (String, Int64, Int64, Int64)
+    typealias Row = (String, Int64, Int64, Int64, String)
 
     static func query(_ container: ContainerKey, lockingAccount: Bool) -> PostgresQuery {
         let (account, containerID) = (container.account.string, container.container.string)
         return """
-            WITH account_lock AS (SELECT id FROM account WHERE id = \(account) AND \(lockingAccount) FOR UPDATE)
+            WITH account_lock AS (SELECT id FROM account WHERE id = \(account) AND \(lockingAccount) FOR UPDATE),
+            planning AS (SELECT set_config('plan_cache_mode', 'force_generic_plan', true) AS mode)
             INSERT INTO container (account_id, container_id, epoch)
             VALUES (\(account), \(containerID), \(StoredForm.newEpoch()))
             ON CONFLICT (account_id, container_id) DO UPDATE SET epoch = container.epoch
-            RETURNING epoch, feed_sequence, kv_sequence, (SELECT count(*) FROM account_lock)
+            RETURNING epoch, feed_sequence, kv_sequence, (SELECT count(*) FROM account_lock),
+                (SELECT mode FROM planning)
             """
     }
 }

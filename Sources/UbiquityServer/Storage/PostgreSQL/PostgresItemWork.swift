@@ -84,10 +84,6 @@ final class PostgresItemWork {
     {
         self.db = db
         self.container = container
-        // The transaction's prepared statements are planned once for any parameters, not again at each run: the
-        // plans PostgreSQL would make for given keys are the same index lookups, and planning the lookup anew cost
-        // more than running it.
-        let planned = db.send("SET LOCAL plan_cache_mode = force_generic_plan")
         let locked = db.send(ContainerLockStatement.query(container, lockingAccount: lockingAccount))
         // The state is filled in from the lock's answer below; the lookup does not read it.
         contents = Contents(state: .empty, accountLocked: lockingAccount, lockedFeedSequence: 0)
@@ -98,10 +94,9 @@ final class PostgresItemWork {
             lookupFailure = error
         }
         // A failed lock fails the lookup behind it too; the lock's error is the one that says why.
-        _ = try await planned.get()
         let answer = try await locked.get()
         if let lookupFailure, lookupFailure is PSQLError { throw lookupFailure }
-        guard let (epoch, feed, keyValues, _) = try answer.rows.first?.decode(ContainerLockStatement.Row.self) else {
+        guard let (epoch, feed, keyValues, _, _) = try answer.rows.first?.decode(ContainerLockStatement.Row.self) else {
             throw ProtocolError(.internalError, "container \(container.container) could not be locked")
         }
         contents.state = ContainerState(epoch: epoch, feedSequence: feed, keyValueSequence: keyValues)
