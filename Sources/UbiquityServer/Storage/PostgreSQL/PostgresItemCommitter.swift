@@ -24,19 +24,7 @@ final class PostgresItemCommitter: Sendable {
 
     private struct Queue {
         var pending: [Pending] = []
-        /// Whether a transaction has taken its operations and not yet decided what they write. Operations arriving
-        /// meanwhile wait for the next transaction, which starts once this one has decided.
-        var deciding = false
-        /// Transactions under way: the one deciding, and the one before it writing and committing.
-        var running = 0
-
-        /// Whether a transaction should start now; if so, it is counted as started.
-        mutating func startsNext() -> Bool {
-            guard !deciding, !pending.isEmpty else { return false }
-            deciding = true
-            running += 1
-            return true
-        }
+        var isRunning = false
     }
 
     private let queues = Mutex<[ContainerKey: Queue]>([:])
@@ -57,52 +45,34 @@ final class PostgresItemCommitter: Sendable {
             let start = queues.withLock { queues in
                 queues[container, default: Queue()].pending.append(
                     Pending(keys: keys, work: { try await work($0) }, continuation: continuation))
-                return queues[container]!.startsNext()
+                defer { queues[container]!.isRunning = true }
+                return !queues[container]!.isRunning
             }
-            if start { startTransaction(on: container, of: store) }
+            // The transaction holds the container's lock while its task waits to be run again after each answer, so
+            // it goes ahead of the requests waiting to join the next one.
+            if start { Task(priority: .high) { await self.drain(container, of: store) } }
         }
         return value as! Value  // the value `work` returned, of type `Value`
     }
 
-    /// Starts a transaction on `container` with the operations queued on it.
-    ///
-    /// The next transaction starts as soon as this one has decided what it writes, while it still writes and
-    /// commits: its `BEGIN`, lock and lookup are sent at once and wait in the database for this one's lock, so it
-    /// reads the moment this one commits instead of a round trip or more later. It cannot pass this one (the lock is
-    /// held before it asks), so transactions on a container still commit one after another, in the order they
-    /// took their operations. The task runs at high priority: the transaction holds the container's lock while it
-    /// waits to be run again after each answer, and goes ahead of requests waiting to join the next one.
-    private func startTransaction(on container: ContainerKey, of store: PostgresMetadataStore) {
-        Task(priority: .high) {
-            let batch = queues.withLock { queues in
+    /// Runs transactions on `container` until its queue is empty.
+    private func drain(_ container: ContainerKey, of store: PostgresMetadataStore) async {
+        while true {
+            let batch: [Pending] = queues.withLock { queues in
                 let batch = Array(queues[container]!.pending.prefix(maximumBatch))
                 queues[container]!.pending.removeFirst(batch.count)
+                if batch.isEmpty { queues[container] = nil }
                 return batch
             }
-            let decided = Once { [self] in
-                let start = queues.withLock { queues in
-                    queues[container]!.deciding = false
-                    return queues[container]!.startsNext()
-                }
-                if start { startTransaction(on: container, of: store) }
-            }
-            await run(batch, on: container, of: store, decided: decided.run)
-            decided.run()
-            queues.withLock { queues in
-                queues[container]!.running -= 1
-                if queues[container]!.running == 0, !queues[container]!.deciding { queues[container] = nil }
-            }
+            if batch.isEmpty { return }
+            await run(batch, on: container, of: store)
         }
     }
 
     /// Runs `batch` in one transaction and answers its callers. When the transaction fails on a unique key that one
     /// operation's own transaction would have met in another order (a path one item leaves and another takes), each
     /// operation runs again in a transaction of its own.
-    /// `decided` is called once the operations' writes are decided, before they are sent.
-    private func run(
-        _ batch: [Pending], on container: ContainerKey, of store: PostgresMetadataStore,
-        decided: @escaping @Sendable () -> Void
-    ) async {
+    private func run(_ batch: [Pending], on container: ContainerKey, of store: PostgresMetadataStore) async {
         let results: [Result<any Sendable, any Error>]
         do {
             results = try await store.write(retryingUniqueViolations: batch.count == 1) { db in
@@ -121,32 +91,15 @@ final class PostgresItemCommitter: Sendable {
                         results.append(.failure(error))
                     }
                 }
-                decided()
                 try await work.flush()
                 return results
             }
         } catch let error as PostgresStoreError where batch.count > 1 && error.sqlState == "23505" {
-            for pending in batch { await run([pending], on: container, of: store, decided: {}) }
+            for pending in batch { await run([pending], on: container, of: store) }
             return
         } catch {
             results = batch.map { _ in .failure(error) }
         }
         for (pending, result) in zip(batch, results) { pending.continuation.resume(with: result) }
-    }
-}
-
-/// An action run the first time it is asked for, and never again.
-private final class Once: Sendable {
-    private let action: Mutex<(@Sendable () -> Void)?>
-
-    init(_ action: @escaping @Sendable () -> Void) {
-        self.action = Mutex(action)
-    }
-
-    func run() {
-        action.withLock { action in
-            defer { action = nil }
-            return action
-        }?()
     }
 }
