@@ -106,16 +106,23 @@ extension ManagedObjectContext {
                 objects, access: access, policy: policy, dropped: &dropped, overrides: &overrides)
             // The changes in the order of their ids (the overrides first, rarely any), each id once.
             var changes = overrides.values.sorted { $0.id < $1.id }
-            var position = Dictionary(uniqueKeysWithValues: changes.enumerated().map { ($1.id, $0) })
             changes.reserveCapacity(objects.count)
-            position.reserveCapacity(objects.count)
-            for object in objects {
-                let change = self.change(of: object, id: id, dropping: dropped[object] ?? [])
-                if let index = position[change.id] {
-                    changes[index].combine(with: change)
-                } else {
-                    position[change.id] = changes.count
-                    changes.append(change)
+            if changes.isEmpty, finalIDs.isEmpty {
+                // Each object saved under its own id, already in order: no change to combine with another's.
+                for object in objects {
+                    changes.append(self.change(of: object, id: id, dropping: dropped[object] ?? []))
+                }
+            } else {
+                var position = Dictionary(uniqueKeysWithValues: changes.enumerated().map { ($1.id, $0) })
+                position.reserveCapacity(objects.count)
+                for object in objects {
+                    let change = self.change(of: object, id: id, dropping: dropped[object] ?? [])
+                    if let index = position[change.id] {
+                        changes[index].combine(with: change)
+                    } else {
+                        position[change.id] = changes.count
+                        changes.append(change)
+                    }
                 }
             }
             if policy.mergeType == .error {
