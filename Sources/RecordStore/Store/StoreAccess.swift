@@ -404,7 +404,8 @@ extension StoreAccess {
         let sequence = UInt64(try integerMeta("sequence")) + 1
         let log = TransactionLog(
             device: try replica(), sequence: sequence, time: time, modelVersion: model.version,
-            changes: changes.sorted { $0.id < $1.id })
+            changes: changes.indices.dropFirst().allSatisfy { changes[$0 - 1].id < changes[$0].id }
+                ? changes : changes.sorted { $0.id < $1.id })
         // The context checked each value as it was set.
         let merged = try apply(log, model: model, checked: true)
         if keepingLog {
