@@ -66,6 +66,13 @@ struct BenchServer {
         _ = await task.result
     }
 
+    /// Once stopped, removes the PostgreSQL schema the service kept its metadata in (one made for the run), so that
+    /// a benchmark leaves nothing in the operator's database.
+    func dropSchema() async throws {
+        guard let store = service.store as? PostgresMetadataStore else { return }
+        try await store.dropSchema()
+    }
+
     var base: String { "http://127.0.0.1:\(port)" }
 
     /// The URL of a route of the benchmark's container.

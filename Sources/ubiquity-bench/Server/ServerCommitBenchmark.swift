@@ -99,6 +99,7 @@ enum ServerCommitBenchmark {
             }
         }
         try await server.stop()
+        if database != nil { try await server.dropSchema() }
         return (Double(count) / seconds(overHTTP), Double(count) / seconds(direct))
     }
 

@@ -48,6 +48,7 @@ enum ServerPushBenchmark {
         let across = try await measure(committingThrough: first, subscribedTo: second)
         try await second.stop()
         try await first.stop()
+        try await first.dropSchema()
         figures(
             across,
             label: "two nodes on PostgreSQL, commits on node 1, \(clientCount) clients on node 2, \(rounds) commits")

@@ -21,6 +21,8 @@ public final class PostgresMetadataStore: MetadataStore {
     let logger: Logger
     /// Where the database is, for messages (no password).
     let location: String
+    /// The schema this store keeps its tables in.
+    let schema: String
     /// Runs item operations on a container several to a transaction.
     let committer = PostgresItemCommitter()
     /// This node's identity among the nodes sharing the database; its connections' `application_name` is
@@ -81,6 +83,7 @@ public final class PostgresMetadataStore: MetadataStore {
         self.clock = clock
         self.logger = logger
         self.location = "\(location.host):\(location.port)/\(location.database)"
+        self.schema = location.schema
         // Started at once (not scheduled), so that the pool runs before the first query asks it for a connection.
         running = Task.immediate { await client.run() }
     }
@@ -168,6 +171,13 @@ public final class PostgresMetadataStore: MetadataStore {
     }
 
     // MARK: Schema
+
+    /// Removes this store's schema and everything in it, for a schema made for one run (a benchmark's); the store
+    /// holds nothing afterwards and is not to be used again. Refuses the default schema, `public`.
+    public func dropSchema() async throws {
+        guard schema != "public" else { throw PostgresStoreError("the schema public is not dropped") }
+        try await write { db in try await db.run("DROP SCHEMA \(unescaped: Self.quoted(self.schema)) CASCADE") }
+    }
 
     /// The schema's versions, each applied once, in order, in a transaction of its own together with its row in
     /// `ubiquity_schema`; nodes starting at once take turns on an advisory lock, so each version runs once.
