@@ -59,13 +59,20 @@ struct TestServer {
     }
 
     /// Runs `body` with a client of the service, in process (`.router`) or over loopback (`.live`), then removes
-    /// the data directory unless `keep` is set.
+    /// the data directory (and the PostgreSQL schema, on that storage) unless `keep` is set.
     func test<Value: Sendable>(
         _ framework: TestingSetup = .router, keep: Bool = false,
         _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Value
     ) async throws -> Value {
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
-        return try await service.makeApplication().test(framework) { client in try await body(client) }
+        let result: Result<Value, any Error>
+        do {
+            result = .success(try await service.makeApplication().test(framework) { client in try await body(client) })
+        } catch {
+            result = .failure(error)
+        }
+        if !keep { try? await (service.store as? PostgresMetadataStore)?.dropSchema() }
+        return try result.get()
     }
 }
 

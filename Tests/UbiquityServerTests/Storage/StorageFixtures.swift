@@ -81,12 +81,17 @@ enum StorageDriverKind: String, CaseIterable, Codable, Sendable, CustomTestStrin
         }
     }
 
-    /// Runs `body` with the driver's stores opened in a fresh temporary directory, removed afterwards.
+    /// Runs `body` with the driver's stores opened in a fresh temporary directory, removed afterwards (with the
+    /// PostgreSQL schema, for that driver).
     func withStores<T>(
         retention: VersionRetention = StorageFixtures.retention, _ body: (StorageUnderTest) async throws -> T
     ) async throws -> T {
         try await withTemporaryDirectory { directory in
-            try await body(try await makeStores(in: directory, retention: retention))
+            let stores = try await makeStores(in: directory, retention: retention)
+            let result: Result<T, any Error>
+            do { result = .success(try await body(stores)) } catch { result = .failure(error) }
+            try? await (stores.metadata as? PostgresMetadataStore)?.dropSchema()
+            return try result.get()
         }
     }
 }
