@@ -179,4 +179,34 @@ struct PostgresNodesTests {
             #expect(throws: PostgresStoreError.self) { _ = try PostgresMetadataStore.Location(url: malformed) }
         }
     }
+
+    @Test(
+        "dropping a store's schema removes it and everything in it, and leaves other schemas alone; public is refused")
+    func droppedSchema() async throws {
+        let (store, other) = try await (
+            Fixtures.postgresStore(schema: "dropped-\(UUID().uuidString)"),
+            Fixtures.postgresStore(schema: "kept-\(UUID().uuidString)")
+        )
+        let account = try await store.createAccount(name: "ada", passwordHash: "x", quotaBytes: nil)
+        _ = try await store.createItem(
+            CreateItemRequest(path: try ItemPath("Notes.txt"), kind: .file),
+            in: ContainerKey(account: account.id, container: Fixtures.container))
+        let kept = try await other.createAccount(name: "ada", passwordHash: "x", quotaBytes: nil)
+        func schemaExists(_ name: String) async throws -> Bool {
+            try await other.read { db in
+                try await db.value("SELECT count(*) FROM pg_namespace WHERE nspname = \(name)", as: Int64.self)
+            } == 1
+        }
+        #expect(try await schemaExists(store.schema))
+
+        try await store.dropSchema()
+        #expect(try await !schemaExists(store.schema))
+        #expect(try await schemaExists(other.schema))
+        #expect(try await other.account(id: kept.id) != nil, "the other schema's data is untouched")
+
+        let publicStore = try await PostgresMetadataStore.open(
+            url: try #require(Fixtures.postgresURL), retention: Fixtures.retention, clock: Fixtures.clock)
+        await #expect(throws: PostgresStoreError.self) { try await publicStore.dropSchema() }
+        try await other.dropSchema()
+    }
 }
