@@ -73,9 +73,10 @@ final class PostgresItemWork {
     ///
     /// The lock goes without waiting for its answer, and the lookup right behind it: a connection runs statements in
     /// the order sent, so the lookup starts once the locks are held, and each statement of a `READ COMMITTED`
-    /// transaction sees what was committed before it started. Two statements, one round trip. A row the lookup
-    /// cannot read (one a newer build wrote, say) is left to each operation, which reads its own keys, so only those
-    /// that need that row fail.
+    /// transaction sees what was committed before it started. The connection sends each statement once the one
+    /// before is answered, on its own event loop; this task waits once for both rather than being woken for each. A
+    /// row the lookup cannot read (one a newer build wrote, say) is left to each operation, which reads its own keys,
+    /// so only those that need that row fail.
     init(
         locking container: ContainerKey, lockingAccount: Bool, prefetching keys: [ItemWorkKeys],
         in db: PostgresTransaction
@@ -94,7 +95,16 @@ final class PostgresItemWork {
             lookupFailure = error
         }
         // A failed lock fails the lookup behind it too; the lock's error is the one that says why.
-        let answer = try await locked.get()
+        let answer: PostgresQueryResult
+        do {
+            answer = try await locked.get()
+        } catch {
+            // The lookup went into the transaction the lock's failure aborted. Had it not been prepared on this
+            // connection yet, its preparation failed with it, and the connection would answer every later use of
+            // the statement with that failure: the connection is closed, and the pool opens another.
+            if lookupFailure != nil { try? await db.connection.close() }
+            throw error
+        }
         if let lookupFailure, lookupFailure is PSQLError { throw lookupFailure }
         guard let (epoch, feed, keyValues, _, _) = try answer.rows.first?.decode(ContainerLockStatement.Row.self) else {
             throw ProtocolError(.internalError, "container \(container.container) could not be locked")

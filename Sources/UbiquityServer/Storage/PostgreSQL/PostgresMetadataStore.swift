@@ -153,7 +153,7 @@ public final class PostgresMetadataStore: MetadataStore {
         let logger = logger
         return try await client.withConnection { connection in
             let transaction = PostgresTransaction(connection: connection, logger: logger)
-            // `BEGIN` goes without waiting for its answer, a round trip saved: a connection runs what it is sent in
+            // `BEGIN` goes without this task waiting for its answer (one wake-up saved): a connection runs what it is sent in
             // the order sent, so the body's first statement runs in the transaction. Its answer is checked before
             // the commit. (`BEGIN` fails only when the connection does, and then so does that first statement.)
             let begun: EventLoopFuture<PostgresQueryResult> = connection.query(begin, logger: logger)
