@@ -191,28 +191,81 @@ struct ObjectSnapshot: Sendable, Hashable {
 
 /// What a fetch read: the objects' ids and their snapshots, made one at a time as the fetch registers each object
 /// rather than gathered into an array of their own first.
+///
+/// The rows are kept in segments (``SnapshotRows``) of a fixed size, each allocated once at its full size but the
+/// first: a single buffer grown as rows were read copied everything read so far at each doubling, and on every fetch
+/// touched fresh pages the allocator had handed back to the system, which together cost more than SQLite reading
+/// the rows. Segments small enough to come from the allocator's heap are reused from one fetch to the next, and an
+/// object kept after its fetch keeps its own segment alive, not the whole fetch's rows.
 struct FetchedRows {
     let entity: String
-    let uuids: [UUID]
     let layout: SnapshotLayout
-    let rows: SnapshotRows
+    /// How many rows each segment holds.
+    let rowsPerSegment: Int
+    /// The rows read, but for those of the segment being filled until ``finish()``.
+    private(set) var segments: [SnapshotRows] = []
+    private(set) var count = 0
+    /// The segment being filled.
+    private var uuids: [UUID] = []
+    private var values: [RecordValue] = []
 
-    var count: Int { uuids.count }
+    /// About the most values a segment holds (a value takes 40 bytes): well under the allocator's threshold for
+    /// mapping memory of its own.
+    static let valuesPerSegment = 2_048
 
-    func id(at row: Int) -> ManagedObjectID { ManagedObjectID(entityName: entity, uuid: uuids[row]) }
+    init(entity: String, layout: SnapshotLayout) {
+        self.entity = entity
+        self.layout = layout
+        rowsPerSegment = max(1, Self.valuesPerSegment / max(1, layout.properties.count))
+    }
+
+    func id(at row: Int) -> ManagedObjectID {
+        let (segment, offset) = row.quotientAndRemainder(dividingBy: rowsPerSegment)
+        return ManagedObjectID(entityName: entity, uuid: segments[segment].uuids[offset])
+    }
 
     func snapshot(at row: Int) -> ObjectSnapshot {
-        ObjectSnapshot(rows: rows, start: row * layout.properties.count)
+        let (segment, offset) = row.quotientAndRemainder(dividingBy: rowsPerSegment)
+        return ObjectSnapshot(rows: segments[segment], start: offset * layout.properties.count)
+    }
+
+    /// Appends a row: its id, and its values appended to the buffer `append` is handed (``layout``'s count of them).
+    mutating func append(
+        _ uuid: UUID, values append: (inout [RecordValue]) throws(RecordStoreError) -> Void
+    ) throws(RecordStoreError) {
+        // The first segment grows as it fills: a fetch of a few rows keeps no room for hundreds.
+        if uuids.isEmpty, !segments.isEmpty {
+            uuids.reserveCapacity(rowsPerSegment)
+            values.reserveCapacity(rowsPerSegment * layout.properties.count)
+        }
+        try append(&values)
+        uuids.append(uuid)
+        count += 1
+        if uuids.count == rowsPerSegment { seal() }
+    }
+
+    /// Ends reading: the last segment's rows join the others.
+    mutating func finish() {
+        if !uuids.isEmpty { seal() }
+    }
+
+    private mutating func seal() {
+        segments.append(SnapshotRows(layout: layout, uuids: uuids, values: values))
+        uuids = []
+        values = []
     }
 }
 
-/// The rows a fetch read, one after another, each a value per property of its entity's layout.
+/// Rows a fetch read, one after another, each an id and a value per property of its entity's layout: a segment of
+/// ``FetchedRows``, which the snapshots of its rows share.
 final class SnapshotRows: Sendable {
     let layout: SnapshotLayout
+    let uuids: [UUID]
     let values: [RecordValue]
 
-    init(layout: SnapshotLayout, values: [RecordValue]) {
+    init(layout: SnapshotLayout, uuids: [UUID], values: [RecordValue]) {
         self.layout = layout
+        self.uuids = uuids
         self.values = values
     }
 }
@@ -269,9 +322,8 @@ extension StoreAccess {
         let statement = try db.cachedStatement(
             sql: "SELECT id, \(table.fetchColumns) FROM \(table.name) WHERE _live = 1\(condition)")
         let stampsStatement = try db.cachedStatement(sql: "SELECT _stamps FROM \(table.name) WHERE id = ?")
-        // The rows' values in one buffer the snapshots share, and their ids.
-        var uuids: [UUID] = []
-        var values: [RecordValue] = []
+        // The rows' ids and values, in segments the snapshots share.
+        var fetched = FetchedRows(entity: entity, layout: table.layout)
         let external = external
         try statement.forEachRow { bindings in
             for argument in filter?.arguments ?? [] { bindings.bind(argument) }
@@ -279,20 +331,20 @@ extension StoreAccess {
             guard let uuid = row.uuid(at: 0) else {
                 throw RecordStoreError(.storeFailed, "a row of \(entity) has an id that is not 16 bytes")
             }
-            uuids.append(uuid)
-            try table.appendValues(from: row, offset: 1, external: external, to: &values) {
-                () throws(RecordStoreError) -> Data in
-                do {
-                    return try Data.fetchOne(stampsStatement, arguments: [uuid.data]) ?? Data()
-                } catch {
-                    throw RecordStoreError(
-                        .storeFailed, "the stamps of \(entity) \(uuid) cannot be read", underlying: error)
+            try fetched.append(uuid) { values throws(RecordStoreError) in
+                try table.appendValues(from: row, offset: 1, external: external, to: &values) {
+                    () throws(RecordStoreError) -> Data in
+                    do {
+                        return try Data.fetchOne(stampsStatement, arguments: [uuid.data]) ?? Data()
+                    } catch {
+                        throw RecordStoreError(
+                            .storeFailed, "the stamps of \(entity) \(uuid) cannot be read", underlying: error)
+                    }
                 }
             }
         }
-        return FetchedRows(
-            entity: entity, uuids: uuids, layout: table.layout, rows: SnapshotRows(layout: table.layout, values: values)
-        )
+        fetched.finish()
+        return fetched
     }
 
     /// The number of live objects of `entity`.

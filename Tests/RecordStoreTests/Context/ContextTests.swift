@@ -62,6 +62,47 @@ struct ContextTests {
         }
     }
 
+    @Test("a fetch of thousands of objects gives each its own values, filtered by SQLite or in memory alike")
+    func largeFetchKeepsEachObjectsValues() throws {
+        try withTemporaryFolder { folder in
+            let fixture = try StoreFixture(in: folder)
+            let writer = fixture.context()
+            let week = GroceryList(context: writer)
+            week.name = "Week"
+            // More rows than one of the fetch's segments holds, the last segment partly filled.
+            let count = 3_001
+            for index in 0..<count {
+                let item = Item(context: writer)
+                item.title = "Item \(index)"
+                item.quantity = Int16(index % 100)
+                item.note = index % 3 == 0 ? "note \(index)" : nil
+                if index % 7 == 0 { item.list = week }
+            }
+            try writer.save()
+
+            func check(_ items: [Item]) {
+                for item in items {
+                    let index = Int(item.title.dropFirst("Item ".count))!
+                    #expect(Int(item.quantity) == index % 100, "\(item.title)")
+                    #expect(item.note == (index % 3 == 0 ? "note \(index)" : nil), "\(item.title)")
+                    #expect((item.list?.name == "Week") == (index % 7 == 0), "\(item.title)")
+                }
+            }
+            // SQLite answers the first predicate; the second (`contains`) is judged in memory on every object.
+            do {
+                let context = fixture.context()
+                let matched = try context.fetch(FetchRequest<Item>(predicate: #Predicate { $0.quantity > 10 }))
+                #expect(matched.count == (0..<count).count { $0 % 100 > 10 })
+                check(matched)
+                let judged = try context.fetch(FetchRequest<Item>(predicate: #Predicate { $0.title.contains("9") }))
+                #expect(judged.count == (0..<count).count { "Item \($0)".contains("9") })
+                check(judged)
+                #expect(Set(matched.map(\.title)).count == matched.count, "each row makes its own object")
+            }
+            #expect(try fixture.context().count(for: FetchRequest<Item>()) == count)
+        }
+    }
+
     @Test("an object outlives its context: it then has none, reads as empty and changes nothing")
     func objectOutlivesItsContext() throws {
         try withTemporaryFolder { folder in
