@@ -79,6 +79,7 @@ struct Benchmark: Sendable {
         Benchmark(name: ServerFeedBenchmark.name) { try await ServerFeedBenchmark.run(in: $0) },
         Benchmark(name: ServerPushBenchmark.name) { try await ServerPushBenchmark.run(in: $0) },
         Benchmark(name: ServerChunkBenchmark.name) { try await ServerChunkBenchmark.run(in: $0) },
+        Benchmark(name: WireJSONBenchmark.name) { _ in try WireJSONBenchmark.run() },
         Benchmark(name: ChunkingBenchmark.name) { try ChunkingBenchmark.run(in: $0) },
         Benchmark(name: SyncLatencyBenchmark.name) { try await SyncLatencyBenchmark.run(in: $0) },
         Benchmark(name: SyncDeltaBenchmark.name) { try await SyncDeltaBenchmark.run(in: $0) },

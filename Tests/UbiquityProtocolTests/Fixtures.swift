@@ -8,6 +8,7 @@ func roundTrip<T: Codable>(_ value: T) throws -> (T, String) {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
     let data = try encoder.encode(value)
+    #expect(try WireJSONEncoder(sortsKeys: true).encode(value) == data, "the wire encoder writes Foundation's bytes")
     let copy = try JSONDecoder().decode(T.self, from: data)
     #expect(try encoder.encode(copy) == data, "re-encoding gives the same bytes")
     return (copy, String(decoding: data, as: UTF8.self))

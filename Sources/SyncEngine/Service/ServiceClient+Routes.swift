@@ -178,7 +178,7 @@ extension ServiceClient {
     public func downloadChunks(_ chunks: [ChunkReference], in container: ContainerID) async throws
         -> [ChunkHash: Data]
     {
-        let body = ByteBuffer(bytes: try JSONEncoder().encode(ChunkFetchRequest(hashes: chunks.map(\.hash))))
+        let body = ByteBuffer(bytes: try WireJSONEncoder().encode(ChunkFetchRequest(hashes: chunks.map(\.hash))))
         let limit = chunks.reduce(0) { $0 + ChunkBatch.headerBytes + Int($1.size) } + (1 << 20)
         var answer = try await send(.POST, Self.path(container, "chunks/fetch"), body: body, limit: limit)
         let asked = Set(chunks.map(\.hash))

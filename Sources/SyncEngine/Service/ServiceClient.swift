@@ -79,7 +79,7 @@ public struct ServiceClient: Sendable {
     func send<Answer: Decodable>(
         _ method: HTTPMethod, _ path: String, json: (some Encodable)?, as type: Answer.Type
     ) async throws -> Answer {
-        let body = try json.map { ByteBuffer(bytes: try JSONEncoder().encode($0)) }
+        let body = try json.map { ByteBuffer(bytes: try WireJSONEncoder().encode($0)) }
         let bytes = try await send(method, path, body: body)
         return try JSONDecoder().decode(type, from: Data(bytes.readableBytesView))
     }

@@ -68,7 +68,7 @@ extension LocalStateStore {
                 try db.execute(
                     sql: "INSERT INTO outbox (item_id, operation) VALUES (?, ?)",
                     arguments: [
-                        after.item.id.string, String(decoding: try JSONEncoder().encode(operation), as: UTF8.self),
+                        after.item.id.string, String(decoding: try WireJSONEncoder().encode(operation), as: UTF8.self),
                     ])
             }
             return (before, after)
@@ -194,7 +194,9 @@ extension LocalStateStore {
         for version in state.others {
             try db.execute(
                 sql: "INSERT INTO version (item_id, version_id, record) VALUES (?, ?, ?)",
-                arguments: [id, version.id.string, String(decoding: try JSONEncoder().encode(version), as: UTF8.self)])
+                arguments: [
+                    id, version.id.string, String(decoding: try WireJSONEncoder().encode(version), as: UTF8.self),
+                ])
         }
         if state.replaced.isEmpty {
             try db.execute(sql: "DELETE FROM value WHERE key = ?", arguments: [replacedKey(of: state.item.id)])
@@ -203,7 +205,7 @@ extension LocalStateStore {
                 sql: "INSERT OR REPLACE INTO value (key, value) VALUES (?, ?)",
                 arguments: [
                     replacedKey(of: state.item.id),
-                    String(decoding: try JSONEncoder().encode(state.replaced), as: UTF8.self),
+                    String(decoding: try WireJSONEncoder().encode(state.replaced), as: UTF8.self),
                 ])
         }
     }

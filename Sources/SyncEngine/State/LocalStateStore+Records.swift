@@ -381,7 +381,7 @@ extension LocalStateStore {
     }
 
     static func encode(_ value: some Encodable) throws -> String {
-        String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+        String(decoding: try WireJSONEncoder().encode(value), as: UTF8.self)
     }
 
     static func decode(_ row: Row) throws -> StoredItem {

@@ -35,7 +35,9 @@ extension LocalStateStore {
 
     /// Replaces the recorded other versions of an item.
     func setOtherVersions(_ versions: [VersionRecord], of id: ItemID) throws {
-        let records = try versions.map { ($0.id.string, String(decoding: try JSONEncoder().encode($0), as: UTF8.self)) }
+        let records = try versions.map {
+            ($0.id.string, String(decoding: try WireJSONEncoder().encode($0), as: UTF8.self))
+        }
         try pool.write { db in
             try db.execute(sql: "DELETE FROM version WHERE item_id = ?", arguments: [id.string])
             for (version, record) in records {
@@ -110,7 +112,7 @@ public enum VersionOperation: Hashable, Sendable, Codable {
 extension LocalStateStore {
     /// Queues operations on an item's versions, in order, in one transaction.
     func enqueue(_ operations: [VersionOperation], of id: ItemID) throws {
-        let encoded = try operations.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        let encoded = try operations.map { String(decoding: try WireJSONEncoder().encode($0), as: UTF8.self) }
         try pool.write { db in
             for operation in encoded {
                 try db.execute(

@@ -59,11 +59,9 @@ struct RouteEnvironment: Sendable {
 
     /// A JSON response.
     func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return Response(
+        Response(
             status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+            body: .init(byteBuffer: ByteBuffer(bytes: try WireJSONEncoder(sortsKeys: true).encode(value))))
     }
 
     /// Counts a change to a container and tells its subscribers where its feed now is.

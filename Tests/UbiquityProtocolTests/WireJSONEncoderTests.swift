@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+
+@testable import UbiquityProtocol
+
+/// The wire encoder writes what Foundation's `JSONEncoder` writes (sorted keys, slashes unescaped), byte for byte,
+/// and leaves to it what it does not write itself.
+@Suite("Wire JSON encoder")
+struct WireJSONEncoderTests {
+    private static func foundation<T: Encodable>(_ value: T, sorted: Bool = true) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = sorted ? [.sortedKeys, .withoutEscapingSlashes] : [.withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+
+    private static func expectSame<T: Encodable>(_ value: T, sourceLocation: SourceLocation = #_sourceLocation)
+        throws
+    {
+        let ours = try WireJSONEncoder(sortsKeys: true).encode(value)
+        let theirs = try foundation(value)
+        #expect(
+            ours == theirs,
+            "\(String(decoding: ours, as: UTF8.self)) is not \(String(decoding: theirs, as: UTF8.self))",
+            sourceLocation: sourceLocation)
+    }
+
+    @Test("strings are escaped as Foundation escapes them: every control character, quotes, backslashes, Unicode")
+    func strings() throws {
+        let controls = String((0..<0x20).map { Character(Unicode.Scalar(UInt8($0))) })
+        for text in [
+            "", "plain", controls, "a\"b\\c/d", "\u{7F}\u{80}é\u{2028}\u{2029}😀", "line\nbreak\r\n\ttab",
+            String(repeating: "long text ", count: 500),
+        ] {
+            try Self.expectSame(text)
+            try Self.expectSame(["key \(text)": text])
+        }
+    }
+
+    @Test("numbers, Booleans, nulls, nested arrays and objects, and keys sorted as Foundation sorts them")
+    func structure() throws {
+        try Self.expectSame([Int64.min, Int64.max, 0, -1, 42])
+        try Self.expectSame([UInt64.max])
+        try Self.expectSame([Int8.min, Int8.max])
+        try Self.expectSame([true, false])
+        try Self.expectSame([Int?.none, 3, nil])
+        try Self.expectSame([[Int]](), )
+        try Self.expectSame([String: Int]())
+        let keys = ["b", "A", "a10", "a9", "_x", "Z", "a", "B", "é", "e", "ab", "a-b", "aB", "", "ü", "u", "z"]
+        try Self.expectSame(Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) }))
+        try Self.expectSame(["outer": ["inner": [["x": [1, 2]], ["y": []]]]])
+        try Self.expectSame(Nested(name: "n", children: [Nested(name: "c", children: [], note: "x")], note: nil))
+        try Self.expectSame(Manual(values: ["z": 1, "a": 2]))
+    }
+
+    @Test("what Foundation writes by its own rules (floating point, dates, bytes, URLs) is left to it, whole")
+    func fallback() throws {
+        try Self.expectSame([1.0, 0.1, 1e20, 1.5e-7, -0.0])
+        try Self.expectSame(["when": Date(timeIntervalSinceReferenceDate: 12.5)])
+        try Self.expectSame(["bytes": Data([1, 2, 3, 250])])
+        try Self.expectSame(["url": URL(string: "https://example.org/a?b=c")!])
+        try Self.expectSame(Mixed(title: "t", ratio: 0.25))
+        try Self.expectSame(["nothing": Empty()])
+        #expect(throws: EncodingError.self) { try WireJSONEncoder().encode(Empty()) }
+        #expect(throws: EncodingError.self) { try WireJSONEncoder().encode(Double.nan) }
+    }
+
+    @Test("without sorting, keys come in the order they were encoded, and the text decodes to the same value")
+    func unsorted() throws {
+        let value = Nested(name: "n", children: [Nested(name: "c", children: [], note: "/x")], note: "y")
+        let text = String(decoding: try WireJSONEncoder().encode(value), as: UTF8.self)
+        #expect(text == #"{"name":"n","children":[{"name":"c","children":[],"note":"/x"}],"note":"y"}"#)
+        #expect(try JSONDecoder().decode(Nested.self, from: Data(text.utf8)) == value)
+    }
+
+    @Test("the protocol's records encode as Foundation encodes them")
+    func records() throws {
+        let device = SavingDevice(id: DeviceID(), name: "Ada's \"laptop\"/2")
+        let item = ItemID()
+        let first = VersionRecord(
+            id: VersionID(), itemID: item,
+            manifest: .file([ChunkReference(hash: hash("a"), size: 10), ChunkReference(hash: hash("c"), size: 5)]),
+            contentHash: hash("b"), modificationDate: Date(timeIntervalSinceReferenceDate: 812_345.123456),
+            savingDevice: device)
+        var second = first
+        second.id = VersionID()
+        second.basedOn = first.id
+        second.isConflict = true
+        try Self.expectSame(first)
+        try Self.expectSame([first, second])
+        try Self.expectSame(ProtocolError(.invalidRecord, "a \"message\"\n"))
+    }
+}
+
+private struct Nested: Codable, Equatable {
+    var name: String
+    var children: [Nested]
+    var note: String?
+}
+
+/// Encodes nested containers by hand, its keys out of order, one key's value replaced.
+private struct Manual: Encodable {
+    var values: [String: Int]
+
+    enum Keys: String, CodingKey { case zeta, alpha, values }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode("last", forKey: .zeta)
+        var nested = container.nestedContainer(keyedBy: Keys.self, forKey: .values)
+        for (key, value) in values.sorted(by: { $0.key < $1.key }) {
+            try nested.encode(value, forKey: Keys(rawValue: key == "a" ? "alpha" : "zeta")!)
+        }
+        try container.encode(1, forKey: .alpha)
+        try container.encode(2, forKey: .zeta)
+    }
+}
+
+private struct Mixed: Encodable {
+    var title: String
+    var ratio: Double
+}
+
+private struct Empty: Encodable {
+    func encode(to encoder: any Encoder) throws {}
+}
