@@ -72,22 +72,60 @@ struct WireJSONEncoderTests {
         #expect(try JSONDecoder().decode(Nested.self, from: Data(text.utf8)) == value)
     }
 
-    @Test("the protocol's records encode as Foundation encodes them")
+    @Test("the records that write themselves write what their Encodable conformances encode, in every shape")
     func records() throws {
-        let device = SavingDevice(id: DeviceID(), name: "Ada's \"laptop\"/2")
+        let device = SavingDevice(id: DeviceID(), name: "Ada's \"laptop\"/2\n")
         let item = ItemID()
+        let chunks = [ChunkReference(hash: hash("a"), size: 10), ChunkReference(hash: hash("c"), size: 5)]
         let first = VersionRecord(
-            id: VersionID(), itemID: item,
-            manifest: .file([ChunkReference(hash: hash("a"), size: 10), ChunkReference(hash: hash("c"), size: 5)]),
-            contentHash: hash("b"), modificationDate: Date(timeIntervalSinceReferenceDate: 812_345.123456),
-            savingDevice: device)
+            id: VersionID(), itemID: item, manifest: .file(chunks), contentHash: hash("b"),
+            modificationDate: Date(timeIntervalSinceReferenceDate: 812_345.123456), savingDevice: device)
         var second = first
         second.id = VersionID()
         second.basedOn = first.id
         second.isConflict = true
-        try Self.expectSame(first)
-        try Self.expectSame([first, second])
+        second.isResolved = true
+        second.manifest = .file([])
+        var package = first
+        package.manifest = .package([
+            PackageEntry(path: try ItemPath("Contents/b.txt"), kind: .file, chunks: chunks),
+            PackageEntry(path: try ItemPath("Contents"), kind: .directory),
+        ])
+        let path = try ItemPath("Documents/Ünïcode \"quoted\"/notes.txt")
+        let records = [
+            ItemRecord(id: item, path: path, kind: .file, currentVersion: first.id),
+            ItemRecord(id: item, path: path, kind: .package, currentVersion: nil, isDeleted: true),
+            ItemRecord(id: ItemID(), path: try ItemPath("Folder"), kind: .directory),
+        ]
+        let changes: [Change] = [
+            .itemCreated(itemID: item, path: path, kind: .file), .itemChanged(itemID: item, currentVersion: first.id),
+            .itemMoved(itemID: item, from: path, to: try ItemPath("Other/x")), .itemDeleted(itemID: item),
+            .versionAdded(itemID: item, versionID: second.id), .versionResolved(itemID: item, versionID: second.id),
+            .versionRemoved(itemID: item, versionID: second.id),
+        ]
+        let token = ChangeToken("e1f2.42")
+        let responses = [
+            ItemResponse(item: records[0], outcome: .current, version: first, token: token),
+            ItemResponse(item: records[1], token: token),
+            ItemResponse(item: records[0], outcome: .conflict, version: package, token: token),
+        ]
+        let requests = [
+            CreateItemRequest(id: item, path: path, kind: .file, version: first),
+            CreateItemRequest(id: item, path: path, kind: .directory),
+        ]
+        for version in [first, second, package] { try Self.expectSame(version) }
+        for record in records { try Self.expectSame(record) }
+        for change in changes { try Self.expectSame(change) }
+        for response in responses { try Self.expectSame(response) }
+        for request in requests { try Self.expectSame(request) }
+        try Self.expectSame(["versions": [first, second, package]])
+        try Self.expectSame(changes)
         try Self.expectSame(ProtocolError(.invalidRecord, "a \"message\"\n"))
+        // Unsorted, the records that write themselves still write sorted keys (a package's entries, encoded through
+        // their conformance, do not), and the text decodes to the same values.
+        let written = Array(responses.prefix(2))
+        #expect(try WireJSONEncoder().encode(written) == WireJSONEncoder(sortsKeys: true).encode(written))
+        #expect(try JSONDecoder().decode([ItemResponse].self, from: WireJSONEncoder().encode(responses)) == responses)
     }
 }
 

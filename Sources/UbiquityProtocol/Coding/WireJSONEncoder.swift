@@ -22,6 +22,15 @@ package struct WireJSONEncoder: Sendable {
     /// The JSON text of `value`.
     /// - Throws: What `value`'s encoding throws, or Foundation's `EncodingError`.
     package func encode<T: Encodable>(_ value: T) throws -> Data {
+        if let writable = value as? any WireJSONWritable {
+            var writer = WireJSONWriter(sortsKeys: sortsKeys)
+            do {
+                try writable.writeWireJSON(to: &writer)
+                return Data(writer.bytes)
+            } catch is JSONEncodingFallback {
+                return try (sortsKeys ? Self.sortingFallback : Self.fallback).encode(value)
+            }
+        }
         let state = JSONEncodingState(sortsKeys: sortsKeys)
         let node: JSONNode
         do {
@@ -47,6 +56,107 @@ package struct WireJSONEncoder: Sendable {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }()
+}
+
+/// A type that writes its JSON itself, as its `Encodable` conformance encodes it with sorted keys: the records
+/// encoded for every commit, whose encoding through `Encodable`'s containers was most of its cost.
+package protocol WireJSONWritable: Encodable {
+    /// Writes the value, keys in sorted order and fields left out as `encode(to:)` leaves them out.
+    func writeWireJSON(to writer: inout WireJSONWriter) throws
+}
+
+/// Where a ``WireJSONWritable`` writes: objects and arrays opened and closed in turn, commas written between their
+/// members.
+package struct WireJSONWriter {
+    package private(set) var bytes: [UInt8] = []
+    let sortsKeys: Bool
+    /// A bit per open container: whether its next member is its first.
+    private var firstFlags: UInt64 = 0
+    private var depth = 0
+    /// Whether a key was just written, so that its value needs no comma.
+    private var afterKey = false
+
+    init(sortsKeys: Bool) {
+        self.sortsKeys = sortsKeys
+        bytes.reserveCapacity(512)
+    }
+
+    private mutating func separate() {
+        if afterKey {
+            afterKey = false
+            return
+        }
+        guard depth > 0 else { return }
+        let bit: UInt64 = 1 << UInt64(depth)
+        if firstFlags & bit != 0 {
+            firstFlags &= ~bit
+        } else {
+            bytes.append(UInt8(ascii: ","))
+        }
+    }
+
+    package mutating func openObject() { open(UInt8(ascii: "{")) }
+    package mutating func closeObject() { close(UInt8(ascii: "}")) }
+    package mutating func openArray() { open(UInt8(ascii: "[")) }
+    package mutating func closeArray() { close(UInt8(ascii: "]")) }
+
+    private mutating func open(_ bracket: UInt8) {
+        separate()
+        bytes.append(bracket)
+        depth += 1
+        precondition(depth < 64, "JSON nested too deep for the writer")
+        firstFlags |= 1 << UInt64(depth)
+    }
+
+    private mutating func close(_ bracket: UInt8) {
+        bytes.append(bracket)
+        firstFlags &= ~(1 << UInt64(depth))
+        depth -= 1
+    }
+
+    /// Writes a member's key; its value follows.
+    package mutating func key(_ name: StaticString) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+        afterKey = true
+    }
+
+    package mutating func string(_ text: String) {
+        separate()
+        JSONEncodingState.appendString(text, to: &bytes)
+    }
+
+    package mutating func integer(_ value: Int64) {
+        separate()
+        JSONEncodingState.appendDecimal(value, to: &bytes)
+    }
+
+    package mutating func bool(_ value: Bool) {
+        separate()
+        let literal: StaticString = value ? "true" : "false"
+        literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// Writes a value that writes itself.
+    package mutating func value(_ value: some WireJSONWritable) throws {
+        try value.writeWireJSON(to: &self)
+    }
+
+    /// Writes any encodable value, through its `Encodable` conformance.
+    package mutating func encodable<T: Encodable>(_ value: T) throws {
+        if let writable = value as? any WireJSONWritable {
+            try writable.writeWireJSON(to: &self)
+            return
+        }
+        let state = JSONEncodingState(sortsKeys: sortsKeys)
+        let node = try state.node(for: value, path: nil)
+        if state.fallsBack { throw JSONEncodingFallback() }
+        separate()
+        state.write(node, to: &bytes)
+    }
 }
 
 /// Thrown inside the encoder for what it leaves to Foundation's.
@@ -140,6 +250,13 @@ private final class JSONEncodingState {
         if T.self == Int8.self { return integer(unsafeBitCast(value, to: Int8.self)) }
         if T.self == UInt8.self { return integer(unsafeBitCast(value, to: UInt8.self)) }
         if T.self == UInt.self { return integer(unsafeBitCast(value, to: UInt.self)) }
+        if let writable = value as? any WireJSONWritable {
+            var writer = WireJSONWriter(sortsKeys: sortsKeys)
+            try writable.writeWireJSON(to: &writer)
+            let start = scratch.count
+            scratch.append(contentsOf: writer.bytes)
+            return .scalar(start: start, end: scratch.count)
+        }
         // Foundation writes these by its strategies and its own number formatting.
         if T.self == Double.self || T.self == Float.self || T.self == Date.self || T.self == Data.self
             || T.self == URL.self || T.self == Decimal.self

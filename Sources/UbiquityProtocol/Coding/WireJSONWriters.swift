@@ -1,0 +1,187 @@
+import Foundation
+
+// The records encoded for every commit the service takes and every item the engine records, written as their
+// `Encodable` conformances encode them with sorted keys (the tests compare the bytes with Foundation's).
+
+extension VersionRecord: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        if let basedOn {
+            writer.key("basedOn")
+            writer.string(basedOn.string)
+        }
+        writer.key("contentHash")
+        writer.string(contentHash.string)
+        writer.key("id")
+        writer.string(id.string)
+        writer.key("isConflict")
+        writer.bool(isConflict)
+        writer.key("isResolved")
+        writer.bool(isResolved)
+        writer.key("itemID")
+        writer.string(itemID.string)
+        writer.key("manifest")
+        try writer.value(manifest)
+        writer.key("modificationDate")
+        writer.string(WireTimestamp.string(from: modificationDate))
+        writer.key("savingDevice")
+        try writer.value(savingDevice)
+        writer.key("size")
+        writer.integer(size)
+        writer.closeObject()
+    }
+}
+
+extension ContentManifest: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        switch self {
+        case .file(let chunks):
+            writer.key("chunks")
+            writer.openArray()
+            for chunk in chunks { try writer.value(chunk) }
+            writer.closeArray()
+            writer.key("type")
+            writer.string("file")
+        case .package(let entries):
+            writer.key("entries")
+            try writer.encodable(entries)
+            writer.key("type")
+            writer.string("package")
+        }
+        writer.closeObject()
+    }
+}
+
+extension ChunkReference: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        writer.key("hash")
+        writer.string(hash.string)
+        writer.key("size")
+        writer.integer(size)
+        writer.closeObject()
+    }
+}
+
+extension SavingDevice: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        writer.key("id")
+        writer.string(id.string)
+        writer.key("name")
+        writer.string(name)
+        writer.closeObject()
+    }
+}
+
+extension ItemRecord: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        if let currentVersion {
+            writer.key("currentVersion")
+            writer.string(currentVersion.string)
+        }
+        writer.key("id")
+        writer.string(id.string)
+        writer.key("isDeleted")
+        writer.bool(isDeleted)
+        writer.key("kind")
+        writer.string(kind.rawValue)
+        writer.key("path")
+        writer.string(path.string)
+        writer.closeObject()
+    }
+}
+
+extension ItemResponse: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        writer.key("item")
+        try writer.value(item)
+        if let outcome {
+            writer.key("outcome")
+            writer.string(outcome.rawValue)
+        }
+        writer.key("token")
+        writer.string(token.string)
+        if let version {
+            writer.key("version")
+            try writer.value(version)
+        }
+        writer.closeObject()
+    }
+}
+
+extension CreateItemRequest: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        writer.key("id")
+        writer.string(id.string)
+        writer.key("kind")
+        writer.string(kind.rawValue)
+        writer.key("path")
+        writer.string(path.string)
+        if let version {
+            writer.key("version")
+            try writer.value(version)
+        }
+        writer.closeObject()
+    }
+}
+
+extension Change: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        switch self {
+        case .itemCreated(let itemID, let path, let kind):
+            writer.key("itemID")
+            writer.string(itemID.string)
+            writer.key("kind")
+            writer.string(kind.rawValue)
+            writer.key("path")
+            writer.string(path.string)
+            writer.key("type")
+            writer.string("itemCreated")
+        case .itemChanged(let itemID, let currentVersion):
+            writer.key("currentVersion")
+            writer.string(currentVersion.string)
+            writer.key("itemID")
+            writer.string(itemID.string)
+            writer.key("type")
+            writer.string("itemChanged")
+        case .itemMoved(let itemID, let from, let to):
+            writer.key("from")
+            writer.string(from.string)
+            writer.key("itemID")
+            writer.string(itemID.string)
+            writer.key("to")
+            writer.string(to.string)
+            writer.key("type")
+            writer.string("itemMoved")
+        case .itemDeleted(let itemID):
+            writer.key("itemID")
+            writer.string(itemID.string)
+            writer.key("type")
+            writer.string("itemDeleted")
+        case .versionAdded(let itemID, let versionID):
+            Self.writeVersionChange("versionAdded", itemID, versionID, to: &writer)
+        case .versionResolved(let itemID, let versionID):
+            Self.writeVersionChange("versionResolved", itemID, versionID, to: &writer)
+        case .versionRemoved(let itemID, let versionID):
+            Self.writeVersionChange("versionRemoved", itemID, versionID, to: &writer)
+        }
+        writer.closeObject()
+    }
+
+    private static func writeVersionChange(
+        _ type: String, _ itemID: ItemID, _ versionID: VersionID, to writer: inout WireJSONWriter
+    ) {
+        writer.key("itemID")
+        writer.string(itemID.string)
+        writer.key("type")
+        writer.string(type)
+        writer.key("versionID")
+        writer.string(versionID.string)
+    }
+}
