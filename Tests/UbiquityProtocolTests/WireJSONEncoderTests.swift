@@ -119,6 +119,15 @@ struct WireJSONEncoderTests {
         for response in responses { try Self.expectSame(response) }
         for request in requests { try Self.expectSame(request) }
         try Self.expectSame(["versions": [first, second, package]])
+        try Self.expectSame(
+            ItemBatchRequest(operations: [.create(requests[0]), .commit(second), .create(requests[1])]))
+        try Self.expectSame(
+            ItemBatchResponse(
+                results: [
+                    .applied(responses[0]), .refused(ProtocolError(.itemNotFound, "taken")), .applied(responses[1]),
+                ],
+                token: token))
+        try Self.expectSame(ItemBatchResponse(results: [.refused(ProtocolError(.itemNotFound, "gone"))], token: nil))
         try Self.expectSame(changes)
         try Self.expectSame(ProtocolError(.invalidRecord, "a \"message\"\n"))
         // Unsorted, the records that write themselves still write sorted keys (a package's entries, encoded through

@@ -81,13 +81,13 @@ public struct ServiceClient: Sendable {
     ) async throws -> Answer {
         let body = try json.map { ByteBuffer(bytes: try WireJSONEncoder().encode($0)) }
         let bytes = try await send(method, path, body: body)
-        return try JSONDecoder().decode(type, from: Data(bytes.readableBytesView))
+        return try WireJSONDecoder().decode(type, from: Data(bytes.readableBytesView))
     }
 
     /// Sends a request with no body and decodes a JSON answer.
     func get<Answer: Decodable>(_ path: String, as type: Answer.Type) async throws -> Answer {
         let bytes = try await send(.GET, path)
-        return try JSONDecoder().decode(type, from: Data(bytes.readableBytesView))
+        return try WireJSONDecoder().decode(type, from: Data(bytes.readableBytesView))
     }
 
     /// Sends a request and returns the response with its body unread (for streaming).

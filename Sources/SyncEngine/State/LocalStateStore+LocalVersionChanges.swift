@@ -145,7 +145,7 @@ extension LocalStateStore {
         let others = try String.fetchAll(
             db, sql: "SELECT record FROM version WHERE item_id = ?", arguments: [item.id.string]
         )
-        .map { try JSONDecoder().decode(VersionRecord.self, from: Data($0.utf8)) }
+        .map { try WireJSONDecoder().decode(VersionRecord.self, from: $0) }
         .sorted { $0.modificationDate > $1.modificationDate }
         let known = Set(others.map(\.id))
         let replaced =
@@ -172,7 +172,7 @@ extension LocalStateStore {
             let made = try String.fetchOne(
                 db, sql: "SELECT record FROM version WHERE item_id = ? AND version_id = ?",
                 arguments: [id, version.string]
-            ).map { try JSONDecoder().decode(VersionRecord.self, from: Data($0.utf8)) }
+            ).map { try WireJSONDecoder().decode(VersionRecord.self, from: $0) }
             if var remote = observation.remote {
                 remote.version = version
                 remote.contentHash = made?.contentHash

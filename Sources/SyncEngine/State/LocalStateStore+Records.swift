@@ -71,7 +71,7 @@ extension LocalStateStore {
                 let item = try JSONDecoder().decode(LocalItem.self, from: Data(text.utf8))
                 let current = try String.fetchOne(
                     db, sql: "SELECT value FROM value WHERE key = ?", arguments: [currentVersionKey(of: item.id)]
-                ).flatMap { try? JSONDecoder().decode(VersionRecord.self, from: Data($0.utf8)) }
+                ).flatMap { try? WireJSONDecoder().decode(VersionRecord.self, from: $0) }
                 let hash = current?.id == item.serverVersion ? current?.contentHash : nil
                 try insert(
                     RecordWrite(StoredItem(migrating: item, currentContentHash: hash), inStep: false), in: db,

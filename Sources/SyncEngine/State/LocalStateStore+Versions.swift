@@ -7,7 +7,7 @@ extension LocalStateStore {
     public func otherVersions(of id: ItemID) throws -> [VersionRecord] {
         try pool.read { db in
             try String.fetchAll(db, sql: "SELECT record FROM version WHERE item_id = ?", arguments: [id.string])
-                .map { try JSONDecoder().decode(VersionRecord.self, from: Data($0.utf8)) }
+                .map { try WireJSONDecoder().decode(VersionRecord.self, from: $0) }
                 .sorted { $0.modificationDate > $1.modificationDate }
         }
     }
@@ -16,7 +16,7 @@ extension LocalStateStore {
     /// upload from here); compare its id with the item's server version before trusting it.
     public func currentVersionRecord(of id: ItemID) throws -> VersionRecord? {
         try value(forKey: Self.currentVersionKey(of: id)).flatMap {
-            try? JSONDecoder().decode(VersionRecord.self, from: Data($0.utf8))
+            try? WireJSONDecoder().decode(VersionRecord.self, from: $0)
         }
     }
 

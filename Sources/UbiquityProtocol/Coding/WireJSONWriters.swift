@@ -185,3 +185,59 @@ extension Change: WireJSONWritable {
         writer.string(versionID.string)
     }
 }
+
+extension ItemBatchRequest: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        writer.key("operations")
+        writer.openArray()
+        for operation in operations { try writer.value(operation) }
+        writer.closeArray()
+        writer.closeObject()
+    }
+}
+
+extension ItemBatchOperation: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        switch self {
+        case .create(let request):
+            writer.key("create")
+            try writer.value(request)
+        case .commit(let payload):
+            writer.key("commit")
+            try writer.encodable(payload)
+        }
+        writer.closeObject()
+    }
+}
+
+extension ItemBatchResponse: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        writer.key("results")
+        writer.openArray()
+        for result in results { try writer.value(result) }
+        writer.closeArray()
+        if let token {
+            writer.key("token")
+            writer.string(token.string)
+        }
+        writer.closeObject()
+    }
+}
+
+extension ItemBatchResult: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        switch self {
+        case .applied(let response):
+            writer.key("applied")
+            try writer.value(response)
+        case .refused(let error):
+            writer.key("refused")
+            try writer.encodable(error)
+        }
+        writer.closeObject()
+    }
+}

@@ -51,7 +51,7 @@ struct RouteEnvironment: Sendable {
             throw ProtocolError(.bodyTooLarge, "the body is larger than \(limit) bytes")
         }
         do {
-            return try JSONDecoder().decode(type, from: Data(buffer.readableBytesView))
+            return try WireJSONDecoder().decode(type, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {
             throw ProtocolError(.malformedRequest, "the body is not a valid \(type): \(error.summary)")
         }

@@ -10,10 +10,8 @@ enum StoredForm {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ text: String) throws -> T {
-        try decoder.decode(type, from: Data(text.utf8))
+        try WireJSONDecoder().decode(type, from: text)
     }
-
-    private static let decoder = JSONDecoder()
 
     /// A time as stored: whole microseconds, as the wire carries it.
     static func microseconds(_ date: Date) -> Int64 { WireTimestamp.microseconds(of: date) }

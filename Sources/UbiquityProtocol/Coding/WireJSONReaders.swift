@@ -1,0 +1,225 @@
+import Foundation
+
+// The records decoded for every commit the service takes and every answer the engine reads, read as their
+// `Decodable` conformances decode them (the tests compare the values with Foundation's decoder's).
+
+extension VersionRecord: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var id = WireJSONField<VersionID>()
+        var itemID = WireJSONField<ItemID>()
+        var manifest = WireJSONField<ContentManifest>()
+        var size = WireJSONField<Int64>()
+        var contentHash = WireJSONField<ChunkHash>()
+        var modificationDate = WireJSONField<Date>()
+        var savingDevice = WireJSONField<SavingDevice>()
+        var basedOn: VersionID?
+        var isConflict = WireJSONField<Bool>()
+        var isResolved = WireJSONField<Bool>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "id": id.set(try VersionID(reader.readString()))
+            case "itemID": itemID.set(try ItemID(reader.readString()))
+            case "manifest": manifest.set(try reader.read(ContentManifest.self))
+            case "size": size.set(try reader.readInt64())
+            case "contentHash": contentHash.set(try ChunkHash(reader.readString()))
+            case "modificationDate": modificationDate.set(try WireTimestamp.date(from: reader.readString()))
+            case "savingDevice": savingDevice.set(try reader.read(SavingDevice.self))
+            case "basedOn": basedOn = try reader.readNull() ? nil : try VersionID(reader.readString())
+            case "isConflict": isConflict.set(try reader.readBool())
+            case "isResolved": isResolved.set(try reader.readBool())
+            default: try reader.skipValue()
+            }
+        }
+        self.init(
+            id: try id.required(), itemID: try itemID.required(), manifest: try manifest.required(),
+            contentHash: try contentHash.required(), modificationDate: try modificationDate.required(),
+            savingDevice: try savingDevice.required(), basedOn: basedOn, isConflict: try isConflict.required(),
+            isResolved: try isResolved.required())
+        // A size other than the manifest's total is refused, with the decoder's own error.
+        guard try size.required() == self.size else { throw WireJSONUnread() }
+    }
+}
+
+extension ContentManifest: WireJSONReadable {
+    /// Reads a file's manifest; a package's is left to Foundation's decoder.
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var type = WireJSONField<String>()
+        var chunks = WireJSONField<[ChunkReference]>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "type": type.set(try reader.readString())
+            case "chunks":
+                var list: [ChunkReference] = []
+                try reader.readArray { reader in list.append(try reader.read(ChunkReference.self)) }
+                chunks.set(list)
+            default: try reader.skipValue()
+            }
+        }
+        guard try type.required() == "file" else { throw WireJSONUnread() }
+        self = .file(try chunks.required())
+        try validate()
+    }
+}
+
+extension ChunkReference: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var hash = WireJSONField<ChunkHash>()
+        var size = WireJSONField<Int64>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "hash": hash.set(try ChunkHash(reader.readString()))
+            case "size": size.set(try reader.readInt64())
+            default: try reader.skipValue()
+            }
+        }
+        self.init(hash: try hash.required(), size: try size.required())
+    }
+}
+
+extension SavingDevice: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var id = WireJSONField<DeviceID>()
+        var name = WireJSONField<String>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "id": id.set(try DeviceID(reader.readString()))
+            case "name": name.set(try reader.readString())
+            default: try reader.skipValue()
+            }
+        }
+        self.init(id: try id.required(), name: try name.required())
+    }
+}
+
+extension CreateItemRequest: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var id = WireJSONField<ItemID>()
+        var path = WireJSONField<ItemPath>()
+        var kind = WireJSONField<ItemKind>()
+        var version: VersionRecord?
+        try reader.readObject { reader, key in
+            switch key {
+            case "id": id.set(try ItemID(reader.readString()))
+            case "path": path.set(try ItemPath(reader.readString()))
+            case "kind": kind.set(try Self.kind(reader.readString()))
+            case "version": version = try reader.readNull() ? nil : try reader.read(VersionRecord.self)
+            default: try reader.skipValue()
+            }
+        }
+        self.init(id: try id.required(), path: try path.required(), kind: try kind.required(), version: version)
+    }
+
+    static func kind(_ text: String) throws -> ItemKind {
+        guard let kind = ItemKind(rawValue: text) else { throw WireJSONUnread() }
+        return kind
+    }
+}
+
+extension ItemRecord: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var id = WireJSONField<ItemID>()
+        var path = WireJSONField<ItemPath>()
+        var kind = WireJSONField<ItemKind>()
+        var currentVersion: VersionID?
+        var isDeleted = WireJSONField<Bool>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "id": id.set(try ItemID(reader.readString()))
+            case "path": path.set(try ItemPath(reader.readString()))
+            case "kind": kind.set(try CreateItemRequest.kind(reader.readString()))
+            case "currentVersion": currentVersion = try reader.readNull() ? nil : try VersionID(reader.readString())
+            case "isDeleted": isDeleted.set(try reader.readBool())
+            default: try reader.skipValue()
+            }
+        }
+        self.init(
+            id: try id.required(), path: try path.required(), kind: try kind.required(),
+            currentVersion: currentVersion, isDeleted: try isDeleted.required())
+    }
+}
+
+extension ItemResponse: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var item = WireJSONField<ItemRecord>()
+        var outcome: CommitOutcome?
+        var version: VersionRecord?
+        var token = WireJSONField<ChangeToken>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "item": item.set(try reader.read(ItemRecord.self))
+            case "outcome":
+                if try !reader.readNull() {
+                    guard let read = CommitOutcome(rawValue: try reader.readString()) else { throw WireJSONUnread() }
+                    outcome = read
+                }
+            case "version": version = try reader.readNull() ? nil : try reader.read(VersionRecord.self)
+            case "token": token.set(ChangeToken(try reader.readString()))
+            default: try reader.skipValue()
+            }
+        }
+        self.init(item: try item.required(), outcome: outcome, version: version, token: try token.required())
+    }
+}
+
+extension ItemBatchRequest: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var operations = WireJSONField<[ItemBatchOperation]>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "operations":
+                var list: [ItemBatchOperation] = []
+                try reader.readArray { reader in list.append(try reader.read(ItemBatchOperation.self)) }
+                operations.set(list)
+            default: try reader.skipValue()
+            }
+        }
+        self.init(operations: try operations.required())
+    }
+}
+
+extension ItemBatchOperation: WireJSONReadable {
+    /// Reads a creation; a commit (its payload perhaps a delta) is left to Foundation's decoder.
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var create = WireJSONField<CreateItemRequest>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "create": create.set(try reader.read(CreateItemRequest.self))
+            case "commit": throw WireJSONUnread()
+            default: try reader.skipValue()
+            }
+        }
+        self = .create(try create.required())
+    }
+}
+
+extension ItemBatchResponse: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var results = WireJSONField<[ItemBatchResult]>()
+        var token: ChangeToken?
+        try reader.readObject { reader, key in
+            switch key {
+            case "results":
+                var list: [ItemBatchResult] = []
+                try reader.readArray { reader in list.append(try reader.read(ItemBatchResult.self)) }
+                results.set(list)
+            case "token": token = try reader.readNull() ? nil : ChangeToken(try reader.readString())
+            default: try reader.skipValue()
+            }
+        }
+        self.init(results: try results.required(), token: token)
+    }
+}
+
+extension ItemBatchResult: WireJSONReadable {
+    /// Reads an applied operation's answer; a refusal is left to Foundation's decoder.
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var applied = WireJSONField<ItemResponse>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "applied": if try !reader.readNull() { applied.set(try reader.read(ItemResponse.self)) }
+            default: throw WireJSONUnread()
+            }
+        }
+        self = .applied(try applied.required())
+    }
+}
