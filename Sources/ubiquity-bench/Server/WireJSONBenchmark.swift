@@ -1,12 +1,12 @@
 import Foundation
 import UbiquityProtocol
 
-/// `json.encode`: a version record of eight chunks, and a create request carrying one, encoded as the service stores
-/// and answers them (sorted keys, slashes unescaped), by the wire encoder and by Foundation's `JSONEncoder` in the
-/// same run, checking the bytes are the same. Medians of eleven rounds of 2,000 encodings each, the two encoders
-/// alternating.
+/// `json`: a version record of eight chunks, and a create request carrying one, encoded as the service stores and
+/// answers them (sorted keys, slashes unescaped) and decoded again, by the wire encoder and decoder and by
+/// Foundation's `JSONEncoder` and `JSONDecoder` in the same run, checking the bytes and the values are the same.
+/// Medians of eleven rounds of 2,000 each, the two alternating.
 enum WireJSONBenchmark {
-    static let name = "json.encode"
+    static let name = "json"
     static let encodings = 2_000
     static let rounds = 11
 
@@ -25,24 +25,38 @@ enum WireJSONBenchmark {
         try measure(request, case: "create request with a version of 8 chunks")
     }
 
-    private static func measure(_ value: some Encodable, case label: String) throws {
+    private static func measure<T: Codable & Equatable>(_ value: T, case label: String) throws {
         let foundation = JSONEncoder()
         foundation.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let wire = WireJSONEncoder(sortsKeys: true)
         guard try wire.encode(value) == foundation.encode(value) else {
             throw BenchError("the wire encoder's bytes differ from Foundation's for \(label)")
         }
-        var ours: [Duration] = []
-        var theirs: [Duration] = []
+        let text = try foundation.encode(value)
+        let decoder = JSONDecoder()
+        guard try WireJSONDecoder().decode(T.self, from: text) == value, try decoder.decode(T.self, from: text) == value
+        else { throw BenchError("the decoders do not read back \(label)") }
+        var samples: [String: [Duration]] = [:]
         let clock = ContinuousClock()
         for _ in 0..<rounds {
-            ours.append(try clock.measure { for _ in 0..<encodings { _ = try wire.encode(value) } })
-            theirs.append(try clock.measure { for _ in 0..<encodings { _ = try foundation.encode(value) } })
+            samples["encode_wire", default: []].append(
+                try clock.measure { for _ in 0..<encodings { _ = try wire.encode(value) } })
+            samples["encode_foundation", default: []].append(
+                try clock.measure { for _ in 0..<encodings { _ = try foundation.encode(value) } })
+            samples["decode_wire", default: []].append(
+                try clock.measure { for _ in 0..<encodings { _ = try WireJSONDecoder().decode(T.self, from: text) } })
+            samples["decode_foundation", default: []].append(
+                try clock.measure { for _ in 0..<encodings { _ = try decoder.decode(T.self, from: text) } })
         }
-        let microseconds = { (samples: [Duration]) in seconds(Measure.median(samples)) * 1e6 / Double(encodings) }
-        BenchOutput.figure(bench: name, case: label, metric: "wire_encoder_us", value: microseconds(ours))
-        BenchOutput.figure(bench: name, case: label, metric: "foundation_encoder_us", value: microseconds(theirs))
-        BenchOutput.figure(
-            bench: name, case: label, metric: "speedup_vs_foundation", value: microseconds(theirs) / microseconds(ours))
+        func microseconds(_ key: String) -> Double {
+            seconds(Measure.median(samples[key]!)) * 1e6 / Double(encodings)
+        }
+        for step in ["encode", "decode"] {
+            let ours = microseconds("\(step)_wire")
+            let theirs = microseconds("\(step)_foundation")
+            BenchOutput.figure(bench: name, case: label, metric: "\(step)_wire_us", value: ours)
+            BenchOutput.figure(bench: name, case: label, metric: "\(step)_foundation_us", value: theirs)
+            BenchOutput.figure(bench: name, case: label, metric: "\(step)_speedup_vs_foundation", value: theirs / ours)
+        }
     }
 }
