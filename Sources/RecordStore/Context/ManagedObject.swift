@@ -38,6 +38,8 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     var state: State = .fault
     /// Where the object is in its context's ``PendingObjects``; -1 when not there.
     var pendingPlace = -1
+    /// Where the object is in its context's ``ObjectRegistry``'s order; -1 when not there.
+    var registryPlace = -1
     /// What the object holds beyond its snapshot, made when first needed: most objects a fetch makes are only read,
     /// and every field an object has is made with it and released with it, thousands of times in a large fetch.
     private var edits: Edits?

@@ -56,5 +56,17 @@ struct ObjectRegistryTests {
             }
         }
         #expect(Set(registry.values.map(ObjectIdentifier.init)) == Set(model.values.map(ObjectIdentifier.init)))
+        #expect(registry.values.count == model.count, "each object listed once")
+        // The registry holds each of its objects once and lets go of them: with it emptied, nothing keeps them.
+        let watched = registry.values.map(WeakObject.init)
+        model.removeAll()
+        #expect(watched.allSatisfy { $0.object != nil }, "the registry keeps its objects alive")
+        registry.removeAll()
+        #expect(watched.allSatisfy { $0.object == nil }, "and releases them")
     }
+}
+
+private struct WeakObject {
+    weak var object: ManagedObject?
+    init(_ object: ManagedObject) { self.object = object }
 }
