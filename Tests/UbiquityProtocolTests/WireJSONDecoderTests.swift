@@ -80,7 +80,26 @@ struct WireJSONDecoderTests {
             readDirectly: true)
         Self.expectSame(
             ItemBatchRequest.self, Self.text(ItemBatchRequest(operations: [.create(create), .commit(second)]), []),
+            readDirectly: true)
+        // A commit whose manifest is a delta against its base is Foundation's to read.
+        // A base of sixteen chunks and an edit adding one: a delta is smaller than the whole manifest.
+        var base = first
+        base.manifest = .file("0123456789abcdef".map { ChunkReference(hash: hash($0), size: 10) })
+        var edited = base
+        edited.id = VersionID()
+        edited.basedOn = base.id
+        edited.manifest = .file(base.manifest.chunks + [ChunkReference(hash: hash("e"), size: 7)])
+        let delta = VersionPayload(edited, against: base)
+        #expect(delta.deltaBase == base.id, "the payload carries a delta")
+        Self.expectSame(VersionPayload.self, Self.text(delta, []), readDirectly: false)
+        Self.expectSame(VersionPayload.self, Self.text(VersionPayload(edited), []), readDirectly: true)
+        Self.expectSame(
+            ItemBatchRequest.self, Self.text(ItemBatchRequest(operations: [.commit(delta), .create(create)]), []),
             readDirectly: false)
+        // Both a creation and a commit in one operation is refused, as Foundation refuses it.
+        let both = Self.text(ItemBatchRequest(operations: [.create(create)]), [.sortedKeys])
+            .replacingOccurrences(of: #"{"create":"#, with: #"{"commit":\#(Self.text(first, [])),"create":"#)
+        Self.expectSame(ItemBatchRequest.self, both, readDirectly: false)
         Self.expectSame(
             ItemBatchResponse.self,
             Self.text(ItemBatchResponse(results: [.applied(response), .applied(response)], token: token), []),

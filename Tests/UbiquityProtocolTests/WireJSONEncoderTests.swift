@@ -121,6 +121,18 @@ struct WireJSONEncoderTests {
         try Self.expectSame(["versions": [first, second, package]])
         try Self.expectSame(
             ItemBatchRequest(operations: [.create(requests[0]), .commit(second), .create(requests[1])]))
+        // A base of sixteen chunks and an edit adding one: a delta is smaller than the whole manifest.
+        var base = first
+        base.manifest = .file("0123456789abcdef".map { ChunkReference(hash: hash($0), size: 10) })
+        var edited = base
+        edited.id = VersionID()
+        edited.basedOn = base.id
+        edited.manifest = .file(base.manifest.chunks + [ChunkReference(hash: hash("e"), size: 7)])
+        let delta = VersionPayload(edited, against: base)
+        #expect(delta.deltaBase == base.id, "the payload carries a delta")
+        try Self.expectSame(delta)
+        try Self.expectSame(VersionPayload(edited))
+        try Self.expectSame(ItemBatchRequest(operations: [.commit(delta), .create(requests[0])]))
         try Self.expectSame(
             ItemBatchResponse(
                 results: [

@@ -140,6 +140,9 @@ package struct WireJSONWriter {
         literal.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
+    /// Leaves the whole value to Foundation's encoder.
+    package func fallBack() throws -> Never { throw JSONEncodingFallback() }
+
     /// Writes a value that writes itself.
     package mutating func value(_ value: some WireJSONWritable) throws {
         try value.writeWireJSON(to: &self)

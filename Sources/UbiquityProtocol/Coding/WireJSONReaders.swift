@@ -5,6 +5,11 @@ import Foundation
 
 extension VersionRecord: WireJSONReadable {
     package init(wireJSON reader: inout WireJSONReader) throws {
+        self = try Self.read(&reader, refusing: nil)
+    }
+
+    /// Reads a record; a key named `refused` is left to Foundation's decoder.
+    static func read(_ reader: inout WireJSONReader, refusing refused: String?) throws -> VersionRecord {
         var id = WireJSONField<VersionID>()
         var itemID = WireJSONField<ItemID>()
         var manifest = WireJSONField<ContentManifest>()
@@ -27,16 +32,25 @@ extension VersionRecord: WireJSONReadable {
             case "basedOn": basedOn = try reader.readNull() ? nil : try VersionID(reader.readString())
             case "isConflict": isConflict.set(try reader.readBool())
             case "isResolved": isResolved.set(try reader.readBool())
+            case refused: throw WireJSONUnread()
             default: try reader.skipValue()
             }
         }
-        self.init(
+        let record = VersionRecord(
             id: try id.required(), itemID: try itemID.required(), manifest: try manifest.required(),
             contentHash: try contentHash.required(), modificationDate: try modificationDate.required(),
             savingDevice: try savingDevice.required(), basedOn: basedOn, isConflict: try isConflict.required(),
             isResolved: try isResolved.required())
         // A size other than the manifest's total is refused, with the decoder's own error.
-        guard try size.required() == self.size else { throw WireJSONUnread() }
+        guard try size.required() == record.size else { throw WireJSONUnread() }
+        return record
+    }
+}
+
+extension VersionPayload: WireJSONReadable {
+    /// Reads a version with its manifest whole; one carrying a delta is left to Foundation's decoder.
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        self.init(try VersionRecord.read(&reader, refusing: "manifestDelta"))
     }
 }
 
@@ -178,17 +192,22 @@ extension ItemBatchRequest: WireJSONReadable {
 }
 
 extension ItemBatchOperation: WireJSONReadable {
-    /// Reads a creation; a commit (its payload perhaps a delta) is left to Foundation's decoder.
     package init(wireJSON reader: inout WireJSONReader) throws {
         var create = WireJSONField<CreateItemRequest>()
+        var commit = WireJSONField<VersionPayload>()
         try reader.readObject { reader, key in
             switch key {
             case "create": create.set(try reader.read(CreateItemRequest.self))
-            case "commit": throw WireJSONUnread()
+            case "commit": commit.set(try reader.read(VersionPayload.self))
             default: try reader.skipValue()
             }
         }
-        self = .create(try create.required())
+        // Exactly one of the two, or Foundation's decoder refuses it.
+        switch (create.isSet, commit.isSet) {
+        case (true, false): self = .create(try create.required())
+        case (false, true): self = .commit(try commit.required())
+        default: throw WireJSONUnread()
+        }
     }
 }
 

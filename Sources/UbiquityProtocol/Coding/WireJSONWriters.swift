@@ -32,6 +32,17 @@ extension VersionRecord: WireJSONWritable {
     }
 }
 
+extension VersionPayload: WireJSONWritable {
+    /// Writes a version with its manifest whole; one carrying a delta is left to Foundation's encoder.
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        guard case .whole(let manifest) = content else { try writer.fallBack() }
+        try VersionRecord(
+            id: id, itemID: itemID, manifest: manifest, contentHash: contentHash, modificationDate: modificationDate,
+            savingDevice: savingDevice, basedOn: basedOn, isConflict: isConflict, isResolved: isResolved
+        ).writeWireJSON(to: &writer)
+    }
+}
+
 extension ContentManifest: WireJSONWritable {
     package func writeWireJSON(to writer: inout WireJSONWriter) throws {
         writer.openObject()
@@ -206,7 +217,7 @@ extension ItemBatchOperation: WireJSONWritable {
             try writer.value(request)
         case .commit(let payload):
             writer.key("commit")
-            try writer.encodable(payload)
+            try writer.value(payload)
         }
         writer.closeObject()
     }
