@@ -147,6 +147,9 @@ struct WireJSONDecoderTests {
             #expect(json != valid, "\(replacement) changes the text")
             Self.expectSame(VersionRecord.self, json, readDirectly: false)
         }
+        // Hostile nesting under a key no reader knows: refused as Foundation refuses it, the stack untouched.
+        let nested = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        Self.expectSame(VersionRecord.self, "{\"unknown\":\(nested)," + valid.dropFirst(), readDirectly: false)
         Self.expectSame(VersionRecord.self, valid + " x", readDirectly: false)
         Self.expectSame(VersionRecord.self, "[" + valid + "]", readDirectly: false)
         Self.expectSame(VersionRecord.self, "", readDirectly: false)

@@ -60,6 +60,10 @@ package struct WireJSONUnread: Error {}
 package struct WireJSONReader {
     private let bytes: UnsafeRawBufferPointer
     private var position = 0
+    /// How many objects and arrays are open: text nested deeper than ``maximumDepth`` is left to Foundation's
+    /// decoder (which refuses it), so that hostile nesting cannot exhaust the stack here.
+    private var depth = 0
+    static let maximumDepth = 64
 
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
@@ -236,6 +240,9 @@ package struct WireJSONReader {
     /// ``skipValue()``). A key repeated is left to Foundation's decoder.
     package mutating func readObject(_ member: (inout WireJSONReader, String) throws -> Void) throws {
         try expect(UInt8(ascii: "{"))
+        depth += 1
+        guard depth <= Self.maximumDepth else { throw WireJSONUnread() }
+        defer { depth -= 1 }
         if try next() == UInt8(ascii: "}") {
             position += 1
             return
@@ -260,6 +267,9 @@ package struct WireJSONReader {
     /// Reads an array, calling `element` for each of its values.
     package mutating func readArray(_ element: (inout WireJSONReader) throws -> Void) throws {
         try expect(UInt8(ascii: "["))
+        depth += 1
+        guard depth <= Self.maximumDepth else { throw WireJSONUnread() }
+        defer { depth -= 1 }
         if try next() == UInt8(ascii: "]") {
             position += 1
             return
