@@ -150,6 +150,9 @@ struct WireJSONDecoderTests {
         // Hostile nesting under a key no reader knows: refused as Foundation refuses it, the stack untouched.
         let nested = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
         Self.expectSame(VersionRecord.self, "{\"unknown\":\(nested)," + valid.dropFirst(), readDirectly: false)
+        // Many keys no reader knows: Foundation's to read (a check of each against the others would cost their square).
+        let keys = (0..<1_000).map { "\"k\($0)\":\($0)," }.joined()
+        Self.expectSame(VersionRecord.self, "{" + keys + valid.dropFirst(), readDirectly: false)
         Self.expectSame(VersionRecord.self, valid + " x", readDirectly: false)
         Self.expectSame(VersionRecord.self, "[" + valid + "]", readDirectly: false)
         Self.expectSame(VersionRecord.self, "", readDirectly: false)

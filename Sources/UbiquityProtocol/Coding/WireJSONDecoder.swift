@@ -64,6 +64,8 @@ package struct WireJSONReader {
     /// decoder (which refuses it), so that hostile nesting cannot exhaust the stack here.
     private var depth = 0
     static let maximumDepth = 64
+    /// The most keys an object read here may have.
+    static let maximumKeys = 32
 
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
@@ -250,7 +252,9 @@ package struct WireJSONReader {
         var seen: [String] = []
         while true {
             let key = try readString()
-            guard !seen.contains(key) else { throw WireJSONUnread() }
+            // The records read here have a few keys each: an object of many is left to Foundation's decoder, rather
+            // than checked for repeats one key against all the others.
+            guard seen.count < Self.maximumKeys, !seen.contains(key) else { throw WireJSONUnread() }
             seen.append(key)
             try expect(UInt8(ascii: ":"))
             try member(&self, key)
