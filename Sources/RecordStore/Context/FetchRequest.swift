@@ -94,12 +94,14 @@ extension ManagedObjectContext {
                 && pending.contains { $0.state == .inserted || (filter != nil && $0.entity === entity) }
             var seen: Set<ManagedObjectID> = []
             let fetched = try database.read { try $0.liveSnapshots(of: entity.name, where: filter) }
-            registered.reserveCapacity(registered.count + fetched.count)
+            // A context that knows no objects yet registers the fetch's (distinct) objects without looking them up.
+            let fresh = registered.count == 0
+            registered.reserveCapacity(registered.count + fetched.count, indexing: !fresh)
             reserving(fetched.count)
             for row in 0..<fetched.count {
                 let id = fetched.id(at: row)
-                // Registered with one hash of its id.
-                let object = registeredObject(id, of: entity)
+                // Registered with one hash of its id, or none.
+                let object = fresh ? registeredFault(id, of: entity) : registeredObject(id, of: entity)
                 if object.snapshot == nil { object.snapshot = fetched.snapshot(at: row) }
                 if changedHere { seen.insert(id) }
                 if includesPendingChanges, object.state == .deleted || object.state == .gone { continue }

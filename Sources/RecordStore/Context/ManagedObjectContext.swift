@@ -269,12 +269,21 @@ public final class ManagedObjectContext: @unchecked Sendable {
     /// The registered object with `id`, of `entity`, or a new fault for it: looked up and registered with one hash
     /// of the id, for a fetch registering thousands.
     func registeredObject(_ id: ManagedObjectID, of entity: EntityDescription) -> ManagedObject {
-        func fault() -> ManagedObject {
-            let object = entity.managedObjectClass.init(entity: entity, objectID: id)
-            object.managedObjectContext = self
-            return object
-        }
-        return registered.object(for: id, orRegister: fault)
+        registered.object(for: id) { fault(id, of: entity) }
+    }
+
+    /// A new fault for `id`, of `entity`, registered without a search of the registry.
+    /// - Precondition: no registered object has the id `id`.
+    func registeredFault(_ id: ManagedObjectID, of entity: EntityDescription) -> ManagedObject {
+        let object = fault(id, of: entity)
+        registered.appendUnindexed(object)
+        return object
+    }
+
+    private func fault(_ id: ManagedObjectID, of entity: EntityDescription) -> ManagedObject {
+        let object = entity.managedObjectClass.init(entity: entity, objectID: id)
+        object.managedObjectContext = self
+        return object
     }
 
     private func register(entity: EntityDescription, id: ManagedObjectID) -> ManagedObject {

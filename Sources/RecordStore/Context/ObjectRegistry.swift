@@ -15,6 +15,10 @@ import Foundation
 /// made them, one after another in memory, rather than in the table's scattered order, where releasing each was a
 /// miss of the processor's cache; that release was a third of a large fetch in a context made for it.
 ///
+/// A fetch into a context that knows no objects yet appends what it makes to the list alone (its rows are
+/// distinct by their primary key): the table takes them in when an id is first looked up, so a context made for one
+/// fetch, read and let go, never hashes them.
+///
 /// Every object's ``ManagedObject/objectID`` must stay what it was registered under until it is removed: the
 /// context removes an object before giving it its permanent id.
 struct ObjectRegistry {
@@ -22,6 +26,8 @@ struct ObjectRegistry {
     private var buckets: [Unmanaged<ManagedObject>?] = []
     /// The registered objects, in the order they were registered but for removals (the last moved into the gap).
     private var ordered: [ManagedObject] = []
+    /// How many objects at the end of ``ordered`` the table does not hold yet (``appendUnindexed(_:)``).
+    private var unindexed = 0
     /// How many objects are registered.
     var count: Int { ordered.count }
 
@@ -29,7 +35,7 @@ struct ObjectRegistry {
 
     /// The object registered with `id`.
     subscript(id: ManagedObjectID) -> ManagedObject? {
-        get { find(id).object }
+        mutating get { find(id).object }
         set {
             if let object = newValue {
                 precondition(object.objectID == id, "an object is registered under its own id")
@@ -60,10 +66,19 @@ struct ObjectRegistry {
         return object
     }
 
-    /// Makes room for `capacity` objects in all, so that registering them does not grow the table again.
-    mutating func reserveCapacity(_ capacity: Int) {
+    /// Registers `object`, whose id no registered object has, without placing it in the table yet: a fetch's
+    /// objects, which the table takes in when an id is next looked up.
+    /// - Precondition: no registered object has `object`'s id.
+    mutating func appendUnindexed(_ object: ManagedObject) {
+        addToOrder(object)
+        unindexed += 1
+    }
+
+    /// Makes room for `capacity` objects in all, so that registering them does not grow the table again; only in
+    /// the list when `indexing` is `false` (for ``appendUnindexed(_:)``).
+    mutating func reserveCapacity(_ capacity: Int, indexing: Bool = true) {
         ordered.reserveCapacity(capacity)
-        _ = grow(toHold: capacity)
+        if indexing { _ = grow(toHold: capacity) }
     }
 
     /// Every registered object, in no particular order.
@@ -73,6 +88,7 @@ struct ObjectRegistry {
     mutating func removeAll() {
         buckets = []
         ordered = []
+        unindexed = 0
     }
 
     // MARK: - The table
@@ -93,8 +109,9 @@ struct ObjectRegistry {
         return Int(truncatingIfNeeded: mixed >> (64 - bits))
     }
 
-    /// The bucket holding `id`'s object, or the empty one it would go in.
-    private func find(_ id: ManagedObjectID) -> (bucket: Int, object: ManagedObject?) {
+    /// The bucket holding `id`'s object, or the empty one it would go in, once the table holds every object.
+    private mutating func find(_ id: ManagedObjectID) -> (bucket: Int, object: ManagedObject?) {
+        if unindexed > 0 { index() }
         guard !buckets.isEmpty else { return (0, nil) }
         let mask = buckets.count - 1
         var bucket = home(of: id, in: buckets.count)
@@ -107,6 +124,20 @@ struct ObjectRegistry {
             bucket = (bucket + 1) & mask
         }
         return (bucket, nil)
+    }
+
+    /// Places the objects ``appendUnindexed(_:)`` registered in the table.
+    private mutating func index() {
+        let first = ordered.count - unindexed
+        unindexed = 0
+        // Growing places every object.
+        guard !grow(toHold: ordered.count) else { return }
+        let mask = buckets.count - 1
+        for object in ordered[first...] {
+            var bucket = home(of: object.objectID, in: buckets.count)
+            while buckets[bucket] != nil { bucket = (bucket + 1) & mask }
+            buckets[bucket] = .passUnretained(object)
+        }
     }
 
     /// Puts `object` in the empty `bucket`.
@@ -144,6 +175,7 @@ struct ObjectRegistry {
 
     /// Places every object again in a table of `size` buckets.
     private mutating func rebuild(size: Int) {
+        unindexed = 0
         buckets = Array(repeating: nil, count: size)
         let mask = size - 1
         for object in ordered {

@@ -32,6 +32,8 @@ struct StoreAccess {
         var stamp: Stamp
         var properties: [String]
         var stamps: Data
+        /// Whether every one of ``properties`` has a column.
+        var columnsOnly: Bool
     }
 
     var model: ManagedObjectModel { schema.model }
@@ -70,17 +72,21 @@ extension StoreAccess: MergeTarget {
             memory = InsertMemory(
                 entityName: change.id.entityName, table: table,
                 statement: try db.cachedStatement(sql: table.insertSQL), stamp: stamp, properties: [],
-                stamps: StampList.encode([:], at: stamp))
+                stamps: StampList.encode([:], at: stamp), columnsOnly: true)
         }
         if memory.stamp != stamp || !change.values.keys(equal: memory.properties) {
             memory.stamp = stamp
             memory.properties = change.values.keys
             memory.stamps = StampList.encode(change.values, at: stamp)
+            memory.columnsOnly = memory.table.hasColumns(memory.properties)
         }
         lastInsert = memory
+        // Most new objects' stamps are implicit: those of the values their columns hold, at the insert's stamp.
+        let stamps =
+            memory.columnsOnly && EntityTable.implicitlyStamped(change.values) ? Data() : memory.stamps
         let external = external
         try memory.statement.run {
-            try memory.table.bind(change, stamp: stamp, stamps: memory.stamps, external: external, to: &$0)
+            try memory.table.bind(change, stamp: stamp, stamps: stamps, external: external, to: &$0)
         }
         return sqlite3_changes(db.sqliteConnection) > 0
     }

@@ -5,7 +5,9 @@ import GRDB
 ///
 /// - Each entity has a table `"e_<Entity>"`: the object's id (16 bytes), its existence register (`_live`,
 ///   `_etime`, `_edevice`), a column per attribute (`"a_<name>"`) and per to-one stored as a register
-///   (`"r_<name>"`, the target's UUID), and `_stamps`, the stamp of every property that has a register.
+///   (`"r_<name>"`, the target's UUID), and `_stamps`, the stamp of every property that has a register
+///   (``StampList``; empty when every column that holds a value has the existence register's stamp and no other
+///   property has a register, as for every object a save inserts).
 /// - Each stored to-many has a table `"l_<Entity>.<relationship>"`: one row per link, present or removed, with the
 ///   stamp of its latest change, indexed by target for the inverse side's reads.
 ///
@@ -217,7 +219,8 @@ final class EntityTable: Sendable {
         }
         if !unsure.isEmpty {
             let stamps = try stamps()
-            let stamped = Set(try StampList.decode(stamps).map(\.0))
+            // Implicit stamps name only the columns that hold a value, and these hold none.
+            let stamped = stamps.isEmpty ? [] : Set(try StampList.decode(stamps).map(\.0))
             for index in unsure where !stamped.contains(columns[index].property) {
                 values[base + index] = defaults[index]
             }
@@ -256,7 +259,20 @@ final class EntityTable: Sendable {
             record.existence = Register(live != 0, stamp: Stamp(time: UInt64(bitPattern: time), device: UUID(device)))
         }
         let stamps = Data.fromDatabaseValue(row.databaseValue(at: offset + 3)) ?? Data()
-        for (property, stamp) in try StampList.decode(stamps) {
+        let registers: [(String, Stamp)]
+        if stamps.isEmpty {
+            // Implicit: each column holding a value at the existence register's stamp.
+            guard let existence = record.existence else {
+                throw RecordStoreError(.storeFailed, "a record of \(entity.name) has no stamps and no existence stamp")
+            }
+            registers = columns.indices.compactMap { index in
+                row.databaseValue(at: offset + 4 + index).isNull
+                    ? nil : (columns[index].property, existence.stamp)
+            }
+        } else {
+            registers = try StampList.decode(stamps)
+        }
+        for (property, stamp) in registers {
             // A property a later model no longer stores (as a column): its register is not read.
             guard let index = layout.index[property] else { continue }
             let column = columns[index]
@@ -287,13 +303,46 @@ final class EntityTable: Sendable {
         } else {
             for _ in 0..<3 { bindings.bindNull() }
         }
-        bindings.bind(bytes: StampList.encode(record.values))
+        bindings.bind(bytes: implicitlyStamped(record) ? Data() : StampList.encode(record.values))
         try bindColumns(external: external, to: &bindings) { record.values[$0]?.value ?? .null }
+    }
+
+    /// Whether ``record(from:offset:external:)`` reads `record`'s registers back from its columns alone: each is a
+    /// column's, holding a value the column stores as one, at the existence register's stamp.
+    private func implicitlyStamped(_ record: ObjectRecord) -> Bool {
+        guard let existence = record.existence else { return false }
+        return record.values.allSatisfy {
+            $0.value.stamp == existence.stamp && Self.storedAsValue($0.value.value)
+                && layout.position(of: $0.key) != nil
+        }
+    }
+
+    /// Whether every one of `properties` has a column.
+    func hasColumns(_ properties: [String]) -> Bool {
+        properties.allSatisfy { layout.position(of: $0) != nil }
+    }
+
+    /// Whether a new object's `values`, all of properties with columns (``hasColumns(_:)``), leave its stamps
+    /// implicit: each is one a column stores as a value.
+    static func implicitlyStamped(_ values: PropertyMap<RecordValue>) -> Bool {
+        values.allSatisfy { storedAsValue($0.value) }
+    }
+
+    /// Whether a column holds `value` as something other than NULL. Empty text and bytes are left out: some ways
+    /// of binding them store NULL.
+    private static func storedAsValue(_ value: RecordValue) -> Bool {
+        switch value {
+        case .null: false
+        case .string(let text): !text.isEmpty
+        case .data(let bytes): !bytes.isEmpty
+        default: true
+        }
     }
 
     /// Binds the parameters of ``insertSQL`` for the object `change` inserts at `stamp`: the record merging it into
     /// nothing would give, without making that record.
-    /// - Parameter stamps: `StampList.encode(change.values, at: stamp)`, which objects with the same properties share.
+    /// - Parameter stamps: `StampList.encode(change.values, at: stamp)`, which objects with the same properties share,
+    ///   or nothing when they are implicit.
     func bind(
         _ change: ObjectChange, stamp: Stamp, stamps: Data, external: ExternalData?, to bindings: inout DirectBindings
     ) throws(RecordStoreError) {

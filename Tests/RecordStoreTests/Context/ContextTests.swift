@@ -98,6 +98,11 @@ struct ContextTests {
                 #expect(judged.count == (0..<count).count { "Item \($0)".contains("9") })
                 check(judged)
                 #expect(Set(matched.map(\.title)).count == matched.count, "each row makes its own object")
+                // The first fetch registered its objects without looking them up: later ones find them.
+                let firstFetched = Dictionary(uniqueKeysWithValues: matched.map { ($0.objectID, $0) })
+                let again = judged.filter { firstFetched[$0.objectID] != nil }
+                #expect(!again.isEmpty && again.allSatisfy { firstFetched[$0.objectID] === $0 }, "one object an id")
+                #expect(context.object(with: matched[5].objectID) === matched[5])
             }
             #expect(try fixture.context().count(for: FetchRequest<Item>()) == count)
         }

@@ -241,6 +241,39 @@ struct RecordDatabaseTests {
                     #expect(snapshots[emptied]??.byProperty == ["count": .null, "label": .null])
                 }
             }
+            // The merge state read back: a register for each property set, at the save's stamp. The stamps of the
+            // object whose set values are all in its columns are implied by them and take no room in its row.
+            func stored(_ id: ManagedObjectID) throws -> (record: ObjectRecord?, stampBytes: Int) {
+                try database.read { access in
+                    let bytes = try Data.fetchOne(
+                        access.db, sql: "SELECT _stamps FROM e_Counter WHERE id = ?", arguments: [id.uuid.data])
+                    return (try access.record(id), bytes?.count ?? -1)
+                }
+            }
+            let (unsetRecord, unsetBytes) = try stored(unset)
+            let stamp = try #require(unsetRecord?.existence?.stamp)
+            #expect(unsetRecord?.values == ["label": Register(.string("unset"), stamp: stamp)])
+            #expect(unsetBytes == 0, "implied by the columns")
+            let (emptiedRecord, emptiedBytes) = try stored(emptied)
+            #expect(
+                emptiedRecord?.values == [
+                    "count": Register(.null, stamp: stamp), "label": Register(.null, stamp: stamp),
+                ])
+            #expect(emptiedBytes > 0, "values set to nothing are stamped in the list")
+            // A later change stamps the object's registers apart: the list again, read back register by register.
+            _ = try database.write { access in
+                try access.save(
+                    [ObjectChange(id: unset, existence: nil, values: ["count": .integer(7)])], physicalMilliseconds: 10)
+            }
+            let (changed, changedBytes) = try stored(unset)
+            let later = try #require(changed?.values["count"]?.stamp)
+            #expect(later > stamp)
+            #expect(changed?.existence?.stamp == stamp)
+            #expect(
+                changed?.values == [
+                    "count": Register(.integer(7), stamp: later), "label": Register(.string("unset"), stamp: stamp),
+                ])
+            #expect(changedBytes > 0)
         }
     }
 
