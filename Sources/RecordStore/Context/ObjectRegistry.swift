@@ -95,12 +95,7 @@ struct ObjectRegistry {
 
     /// The bucket of `id` in a table of `bucketCount` buckets (a power of two).
     private func home(of id: ManagedObjectID, in bucketCount: Int) -> Int {
-        let (first, second) = withUnsafeBytes(of: id.uuid.uuid) {
-            (
-                UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)),
-                UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-            )
-        }
+        let (first, second) = id.words
         let bits = UInt64(bucketCount.trailingZeroBitCount)
         var mixed = (first ^ Self.seed.0) &* 0x9E37_79B9_7F4A_7C15
         mixed ^= second ^ Self.seed.1
@@ -118,7 +113,7 @@ struct ObjectRegistry {
         while let entry = buckets[bucket] {
             // The UUID first: it tells objects apart, the entity's name and temporariness rarely do.
             let matches = entry._withUnsafeGuaranteedRef { object in
-                object.objectID.uuid == id.uuid && object.objectID == id
+                object.objectID.hasSameUUID(as: id) && object.objectID == id
             }
             if matches { return (bucket, entry.takeUnretainedValue()) }
             bucket = (bucket + 1) & mask

@@ -15,25 +15,45 @@ import UbiquityProtocol
 public struct ManagedObjectID: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The entity's name.
     public let entityName: String
-    /// The object's global identifier.
-    public let uuid: UUID
+    /// The UUID's bytes as two big-endian words. Held as plain integers, not as a `UUID`, whose layout this module
+    /// does not know: an id holding one was copied and destroyed through its type's runtime witnesses, thousands of
+    /// times in a fetch.
+    let words: (UInt64, UInt64)
     /// Whether the id lasts only until the object is saved (an inserted object of an entity with a uniqueness key).
     public let isTemporaryID: Bool
+
+    /// The object's global identifier.
+    public var uuid: UUID {
+        var bytes: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        withUnsafeMutableBytes(of: &bytes) {
+            $0.storeBytes(of: words.0.bigEndian, as: UInt64.self)
+            $0.storeBytes(of: words.1.bigEndian, toByteOffset: 8, as: UInt64.self)
+        }
+        return UUID(uuid: bytes)
+    }
 
     /// Creates an id.
     public init(entityName: String, uuid: UUID, isTemporaryID: Bool = false) {
         self.entityName = entityName
-        self.uuid = uuid
+        self.words = withUnsafeBytes(of: uuid.uuid) {
+            (
+                UInt64(bigEndian: $0.loadUnaligned(as: UInt64.self)),
+                UInt64(bigEndian: $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+            )
+        }
         self.isTemporaryID = isTemporaryID
+    }
+
+    /// Whether the two ids have the same UUID.
+    func hasSameUUID(as other: ManagedObjectID) -> Bool { words == other.words }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.words == rhs.words && lhs.isTemporaryID == rhs.isTemporaryID && lhs.entityName == rhs.entityName
     }
 
     /// Hashes the UUID alone: it names one object (ids equal in everything else hash alike), and hashing the entity's
     /// name too was a fifth of a large fetch, which registers every object it reads by id.
     public func hash(into hasher: inout Hasher) {
-        // As two words: Foundation hashes a UUID as a buffer of bytes, which took longer.
-        let words = withUnsafeBytes(of: uuid.uuid) {
-            ($0.loadUnaligned(as: UInt64.self), $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
-        }
         hasher.combine(words.0)
         hasher.combine(words.1)
     }
@@ -64,8 +84,8 @@ public struct ManagedObjectID: Sendable, Hashable, Comparable, CustomStringConve
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
         if lhs.entityName != rhs.entityName { return lhs.entityName < rhs.entityName }
-        // Byte order, the order of the uppercase text too, without formatting either.
-        return lhs.uuid.isOrdered(before: rhs.uuid)
+        // Byte order (the words are big-endian), the order of the uppercase text too, without formatting either.
+        return lhs.words < rhs.words
     }
 
     public var description: String { "\(entityName)/\(uuid.uuidString)\(isTemporaryID ? " (temporary)" : "")" }

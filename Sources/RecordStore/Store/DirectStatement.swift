@@ -138,29 +138,34 @@ struct DirectRow: RowReading {
         }
     }
 
-    /// The value of a column that holds an attribute of `type` as SQLite stores it plainly (an integer, a Boolean, a
-    /// double, a date as seconds, text), read with SQLite's typed call; `nil` for anything else (no value, another
-    /// storage class), which ``databaseValue(at:)`` and the attribute's own conversion answer.
-    func plainValue(at index: Int, type: AttributeType) -> RecordValue? {
+    /// Appends the value of a column that holds an attribute of `type` as SQLite stores it plainly (an integer, a
+    /// Boolean, a double, a date as seconds, text), read with SQLite's typed call; `false`, appending nothing, for
+    /// anything else (no value, another storage class), which ``databaseValue(at:)`` and the attribute's own
+    /// conversion answer.
+    func appendPlainValue(at index: Int, type: AttributeType, to sink: inout some RecordValueSink) -> Bool {
         let column = CInt(index)
         let storage = sqlite3_column_type(handle, column)
         switch type {
         case .integer16, .integer32, .integer64:
-            return storage == SQLITE_INTEGER ? .integer(sqlite3_column_int64(handle, column)) : nil
+            guard storage == SQLITE_INTEGER else { return false }
+            sink.appendInteger(sqlite3_column_int64(handle, column))
         case .boolean:
-            return storage == SQLITE_INTEGER ? .boolean(sqlite3_column_int64(handle, column) != 0) : nil
+            guard storage == SQLITE_INTEGER else { return false }
+            sink.appendBoolean(sqlite3_column_int64(handle, column) != 0)
         case .double:
-            return storage == SQLITE_FLOAT ? .double(sqlite3_column_double(handle, column)) : nil
+            guard storage == SQLITE_FLOAT else { return false }
+            sink.appendDouble(sqlite3_column_double(handle, column))
         case .date:
-            guard storage == SQLITE_FLOAT else { return nil }
-            return .date(Date(timeIntervalSinceReferenceDate: sqlite3_column_double(handle, column)))
+            guard storage == SQLITE_FLOAT else { return false }
+            sink.appendDate(sqlite3_column_double(handle, column))
         case .string:
-            guard storage == SQLITE_TEXT, let text = sqlite3_column_text(handle, column) else { return nil }
+            guard storage == SQLITE_TEXT, let text = sqlite3_column_text(handle, column) else { return false }
             let count = Int(sqlite3_column_bytes(handle, column))
-            return .string(String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self))
+            sink.appendText(UnsafeBufferPointer(start: text, count: count))
         default:
-            return nil
+            return false
         }
+        return true
     }
 
     /// The 16 bytes of a UUID column; `nil` for anything else.
@@ -176,13 +181,13 @@ struct DirectRow: RowReading {
 /// A row whose columns are read by index: GRDB's `Row`, or a ``DirectRow``.
 protocol RowReading {
     func databaseValue(at index: Int) -> DatabaseValue
-    /// The value of a column that holds an attribute of `type` plainly, when the row can read it without a
-    /// ``databaseValue(at:)`` first; `nil` otherwise.
-    func plainValue(at index: Int, type: AttributeType) -> RecordValue?
+    /// Appends the value of a column that holds an attribute of `type` plainly to `sink`, when the row can read it
+    /// without a ``databaseValue(at:)`` first; `false` otherwise.
+    func appendPlainValue(at index: Int, type: AttributeType, to sink: inout some RecordValueSink) -> Bool
 }
 
 extension RowReading {
-    func plainValue(at index: Int, type: AttributeType) -> RecordValue? { nil }
+    func appendPlainValue(at index: Int, type: AttributeType, to sink: inout some RecordValueSink) -> Bool { false }
 }
 
 extension Row: RowReading {

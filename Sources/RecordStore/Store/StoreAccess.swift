@@ -160,10 +160,10 @@ struct ObjectSnapshot: Sendable, Hashable {
     }
 
     /// Each property's value, in the layout's order.
-    var values: ArraySlice<RecordValue> {
+    var values: [RecordValue] {
         switch storage {
-        case .own(_, let values): values[...]
-        case .shared(let rows, let start): rows.values[start..<start + rows.layout.properties.count]
+        case .own(_, let values): values
+        case .shared(let rows, let start): (start..<start + rows.layout.properties.count).map { rows.values[$0] }
         }
     }
 
@@ -186,12 +186,12 @@ struct ObjectSnapshot: Sendable, Hashable {
     }
 
     static func == (lhs: ObjectSnapshot, rhs: ObjectSnapshot) -> Bool {
-        lhs.layout == rhs.layout && lhs.values.elementsEqual(rhs.values)
+        lhs.layout == rhs.layout && lhs.layout.properties.indices.allSatisfy { lhs[position: $0] == rhs[position: $0] }
     }
 
     func hash(into hasher: inout Hasher) {
         hasher.combine(layout)
-        for value in values { hasher.combine(value) }
+        for position in layout.properties.indices { hasher.combine(self[position: position]) }
     }
 }
 
@@ -213,11 +213,11 @@ struct FetchedRows {
     private(set) var count = 0
     /// The segment being filled.
     private var uuids: [UUID] = []
-    private var values: [RecordValue] = []
+    private var values = PackedValues()
 
-    /// About the most values a segment holds (a value takes 40 bytes): well under the allocator's threshold for
-    /// mapping memory of its own.
-    static let valuesPerSegment = 2_048
+    /// About the most values a segment holds (a value takes 9 bytes, short text its own besides): well under the
+    /// allocator's threshold for mapping memory of its own.
+    static let valuesPerSegment = 4_096
 
     init(entity: String, layout: SnapshotLayout) {
         self.entity = entity
@@ -237,7 +237,7 @@ struct FetchedRows {
 
     /// Appends a row: its id, and its values appended to the buffer `append` is handed (``layout``'s count of them).
     mutating func append(
-        _ uuid: UUID, values append: (inout [RecordValue]) throws(RecordStoreError) -> Void
+        _ uuid: UUID, values append: (inout PackedValues) throws(RecordStoreError) -> Void
     ) throws(RecordStoreError) {
         // The first segment grows as it fills: a fetch of a few rows keeps no room for hundreds.
         if uuids.isEmpty, !segments.isEmpty {
@@ -258,7 +258,7 @@ struct FetchedRows {
     private mutating func seal() {
         segments.append(SnapshotRows(layout: layout, uuids: uuids, values: values))
         uuids = []
-        values = []
+        values = PackedValues()
     }
 }
 
@@ -267,9 +267,9 @@ struct FetchedRows {
 final class SnapshotRows: Sendable {
     let layout: SnapshotLayout
     let uuids: [UUID]
-    let values: [RecordValue]
+    let values: PackedValues
 
-    init(layout: SnapshotLayout, uuids: [UUID], values: [RecordValue]) {
+    init(layout: SnapshotLayout, uuids: [UUID], values: PackedValues) {
         self.layout = layout
         self.uuids = uuids
         self.values = values

@@ -189,7 +189,7 @@ final class EntityTable: Sendable {
     /// Appends the values of ``snapshot(from:offset:external:)`` to `values`, for a fetch reading many rows into one
     /// buffer; `stamps` reads the object's stamps when the row leaves them out (``fetchColumns``).
     func appendValues(
-        from row: some RowReading, offset: Int, external: ExternalData?, to values: inout [RecordValue],
+        from row: some RowReading, offset: Int, external: ExternalData?, to values: inout some RecordValueSink,
         stamps: () throws(RecordStoreError) -> Data
     ) throws(RecordStoreError) {
         let base = values.count
@@ -198,8 +198,7 @@ final class EntityTable: Sendable {
         // description out of the array for each cost more than reading its value.
         for index in columnTypes.indices {
             // Most columns hold their attribute's type as SQLite stores it: read at once, with no value in between.
-            if let type = columnTypes[index], let value = row.plainValue(at: offset + 1 + index, type: type) {
-                values.append(value)
+            if let type = columnTypes[index], row.appendPlainValue(at: offset + 1 + index, type: type, to: &values) {
                 continue
             }
             let stored = row.databaseValue(at: offset + 1 + index)
@@ -222,7 +221,7 @@ final class EntityTable: Sendable {
             // Implicit stamps name only the columns that hold a value, and these hold none.
             let stamped = stamps.isEmpty ? [] : Set(try StampList.decode(stamps).map(\.0))
             for index in unsure where !stamped.contains(columns[index].property) {
-                values[base + index] = defaults[index]
+                values.replace(at: base + index, with: defaults[index])
             }
         }
     }

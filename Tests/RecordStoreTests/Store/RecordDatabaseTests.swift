@@ -157,7 +157,8 @@ struct RecordDatabaseTests {
         )
         let model = ManagedObjectModel(entities: [entity])
         let samples: [AttributeType: [RecordValue]] = [
-            .string: [.string(""), .string("naïve 🍞\u{0}end")],
+            // Text of at most 15 bytes and longer text are kept apart in a fetch's rows.
+            .string: [.string(""), .string("naïve 🍞\u{0}end"), .string("longer than fifteen bytes, naïve 🍞")],
             .integer16: [.integer(Int64(Int16.min)), .integer(Int64(Int16.max))],
             .integer32: [.integer(Int64(Int32.min))],
             .integer64: [.integer(.min), .integer(.max)],
@@ -171,7 +172,7 @@ struct RecordDatabaseTests {
         ]
         try withTemporaryFolder { folder in
             let database = try RecordDatabase(url: folder.appendingPathComponent("store.sqlite"), model: model)
-            for round in 0..<2 {
+            for round in 0..<3 {
                 var values: PropertyMap<RecordValue> = [:]
                 for type in AttributeType.allCases {
                     let options = samples[type]!
