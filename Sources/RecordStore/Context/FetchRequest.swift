@@ -98,13 +98,12 @@ extension ManagedObjectContext {
             let fresh = registered.count == 0
             registered.reserveCapacity(registered.count + fetched.count, indexing: !fresh)
             reserving(fetched.count)
-            for row in 0..<fetched.count {
-                let id = fetched.id(at: row)
+            fetched.forEachRow { id, rows, start in
                 // Registered with one hash of its id, or none.
                 let object = fresh ? registeredFault(id, of: entity) : registeredObject(id, of: entity)
-                if object.snapshot == nil { object.snapshot = fetched.snapshot(at: row) }
+                if object.snapshot == nil { object.snapshot = ObjectSnapshot(rows: rows, start: start) }
                 if changedHere { seen.insert(id) }
-                if includesPendingChanges, object.state == .deleted || object.state == .gone { continue }
+                if includesPendingChanges, object.state == .deleted || object.state == .gone { return }
                 body(object, filter == nil || (changedHere && object.hasPropertyChanges))
             }
             if changedHere {

@@ -235,6 +235,17 @@ struct FetchedRows {
         return ObjectSnapshot(rows: segments[segment], start: offset * layout.properties.count)
     }
 
+    /// Hands each row to `body` in the order read: its id, its segment and where its values start there (for
+    /// ``ObjectSnapshot/init(rows:start:)``), without dividing by the segments' size for each.
+    func forEachRow(_ body: (ManagedObjectID, SnapshotRows, Int) throws -> Void) rethrows {
+        let width = layout.properties.count
+        for rows in segments {
+            for offset in rows.uuids.indices {
+                try body(ManagedObjectID(entityName: entity, uuid: rows.uuids[offset]), rows, offset * width)
+            }
+        }
+    }
+
     /// Appends a row: its id, and its values appended to the buffer `append` is handed (``layout``'s count of them).
     mutating func append(
         _ uuid: UUID, values append: (inout PackedValues) throws(RecordStoreError) -> Void
