@@ -116,13 +116,13 @@ open class ManagedObject: Hashable, CustomStringConvertible {
     public convenience init(context: ManagedObjectContext) {
         let entity = context.entityDescription(for: Self.self)
         self.init(entity: entity, objectID: ManagedObjectContext.newObjectID(for: entity))
-        context.insert(self)
+        context.insert(self, fresh: true)
     }
 
     /// Inserts a new object of `entity` into `context`.
     public convenience init(entity: EntityDescription, insertInto context: ManagedObjectContext?) {
         self.init(entity: entity, objectID: ManagedObjectContext.newObjectID(for: entity))
-        context?.insert(self)
+        context?.insert(self, fresh: true)
     }
 
     /// Whether the object was inserted in its context and not saved yet.

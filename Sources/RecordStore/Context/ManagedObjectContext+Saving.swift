@@ -92,7 +92,9 @@ extension ManagedObjectContext {
         let database = try database()
         try validate(objects)
         let finalIDs = try permanentIDs(for: objects)
-        func id(_ object: ManagedObject) -> ManagedObjectID { finalIDs[object] ?? object.objectID }
+        func id(_ object: ManagedObject) -> ManagedObjectID {
+            finalIDs.isEmpty ? object.objectID : finalIDs[object] ?? object.objectID
+        }
         let policy = mergePolicy
         let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         var stale: Set<ManagedObject> = []
@@ -137,7 +139,9 @@ extension ManagedObjectContext {
             kept = access.keptLog
             return saved
         }
-        for object in objects { settle(object, stale: stale.contains(object), schema: database.schema, id: id) }
+        for object in objects {
+            settle(object, stale: !stale.isEmpty && stale.contains(object), schema: database.schema, id: id)
+        }
         pending.removeAll()
         store?.didSave(justSaved: kept)
         return result.map { ObjectIDChanges($0.1) } ?? ObjectIDChanges()
@@ -374,8 +378,11 @@ extension ManagedObjectContext {
             let stored = object.snapshot
             // The layout lists the attributes first, in the entity's order, then the to-ones stored as registers.
             var values: [RecordValue] = []
-            values.reserveCapacity(layout.properties.count)
-            if object.state == .inserted {
+            if object.state == .inserted, object.relationships.isEmpty {
+                // Attributes only: the values set are the snapshot, over the defaults.
+                snapshot = ObjectSnapshot(layout: layout, defaults: entity.defaultValues, values: object.changedValues)
+            } else if object.state == .inserted {
+                values.reserveCapacity(layout.properties.count)
                 // The defaults, and over them the values set: the entity's names and the object's walked together in
                 // order instead of searching the values for each name.
                 values.append(contentsOf: entity.defaultValues)
@@ -388,17 +395,21 @@ extension ManagedObjectContext {
                     guard position < ordered.count, ordered[position].name == key else { continue }
                     values[entity.attributePlacesInNameOrder[position]] = value
                 }
+            } else {
+                values.reserveCapacity(layout.properties.count)
             }
-            for (index, key) in layout.properties.enumerated() {
-                if index < attributes.count {
-                    if object.state != .inserted { values.append(value(of: object, attributes[index])) }
-                } else if let targets = object.relationships[key] {
-                    values.append(targets.first.map { .object(id($0)) } ?? .null)
-                } else {
-                    values.append(stored?[key] ?? .null)
+            if snapshot == nil {
+                for (index, key) in layout.properties.enumerated() {
+                    if index < attributes.count {
+                        if object.state != .inserted { values.append(value(of: object, attributes[index])) }
+                    } else if let targets = object.relationships[key] {
+                        values.append(targets.first.map { .object(id($0)) } ?? .null)
+                    } else {
+                        values.append(stored?[key] ?? .null)
+                    }
                 }
+                snapshot = ObjectSnapshot(layout: layout, values: values)
             }
-            snapshot = ObjectSnapshot(layout: layout, values: values)
         }
         let newID = id(object)
         if stale, object.state == .fault, (try? database().read({ try $0.isLive(object.objectID) })) == false {

@@ -39,6 +39,11 @@ package struct LogWriter: Sendable {
         withUnsafeBytes(of: uuid.uuid) { bytes.append(contentsOf: $0) }
     }
 
+    /// The 16 bytes of `id`'s UUID, as ``writeUUID(_:)`` writes them.
+    package mutating func writeUUID(of id: ManagedObjectID) {
+        withUnsafeBytes(of: (id.words.0.bigEndian, id.words.1.bigEndian)) { bytes.append(contentsOf: $0) }
+    }
+
     /// A value as a uniqueness key part: the value's tag and its canonical bytes, with the entity of an object.
     package mutating func writeKeyValue(_ value: RecordValue) {
         writeValue(value) { writer, id in

@@ -42,6 +42,15 @@ package struct PropertyMap<Value> {
         set { updateValue(newValue, forKey: key) }
     }
 
+    /// Where `key` is among the entries, in the order of their names; `nil` when the map lacks it.
+    package func place(of key: String) -> Int? {
+        let (index, found) = position(of: key)
+        return found ? index : nil
+    }
+
+    /// The value of the entry at `place` (``place(of:)``).
+    package func value(atPlace place: Int) -> Value { entries[place].value }
+
     /// Sets (or with `nil` removes) the value of `key`.
     /// - Returns: The value it replaced.
     @discardableResult

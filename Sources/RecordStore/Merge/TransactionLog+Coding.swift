@@ -24,15 +24,20 @@ extension TransactionLog {
         body.writeVarint(changes.count)
         for change in changes {
             body.writeVarint(names.index(change.id.entityName))
-            body.writeUUID(change.id.uuid)
+            body.writeUUID(of: change.id)
             body.writeByte(change.existence.map { $0 ? 1 : 2 } ?? 0)
             body.writeVarint(change.values.count)
             for (property, value) in change.values {
                 body.writeVarint(names.index(property))
                 body.writeValue(value) { writer, id in
                     writer.writeVarint(names.index(id.entityName))
-                    writer.writeUUID(id.uuid)
+                    writer.writeUUID(of: id)
                 }
+            }
+            // Most changes link nothing: no arrays sorted and joined for them.
+            guard !change.linksAdded.isEmpty || !change.linksRemoved.isEmpty else {
+                body.writeVarint(0)
+                continue
             }
             let links = change.linksAdded.sorted().map { ($0, true) } + change.linksRemoved.sorted().map { ($0, false) }
             body.writeVarint(links.count)
@@ -40,7 +45,7 @@ extension TransactionLog {
                 body.writeVarint(names.index(link.relationship))
                 body.writeByte(added ? 1 : 0)
                 body.writeVarint(names.index(link.target.entityName))
-                body.writeUUID(link.target.uuid)
+                body.writeUUID(of: link.target)
             }
         }
         var writer = LogWriter(capacity: body.bytes.count + 128)

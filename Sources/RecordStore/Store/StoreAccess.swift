@@ -25,15 +25,26 @@ struct StoreAccess {
     /// the objects of a save come in the order of their ids, entity by entity, and share a stamp and most often the
     /// names of their properties, so the next object's row is bound without looking its statement up by its SQL
     /// (hashing the whole text) or writing the same stamp list again.
-    private struct InsertMemory {
+    private final class InsertMemory {
         let entityName: String
         let table: EntityTable
         let statement: Statement
         var stamp: Stamp
-        var properties: [String]
+        var properties: [String] = []
         var stamps: Data
         /// Whether every one of ``properties`` has a column.
-        var columnsOnly: Bool
+        var columnsOnly = true
+        /// ``EntityTable/valuePlaces(of:)`` for ``properties``.
+        var places: [Int] = []
+
+        init(entityName: String, table: EntityTable, statement: Statement, stamp: Stamp) {
+            self.entityName = entityName
+            self.table = table
+            self.statement = statement
+            self.stamp = stamp
+            self.stamps = StampList.encode([:], at: stamp)
+            self.places = table.valuePlaces(of: [:])
+        }
     }
 
     var model: ManagedObjectModel { schema.model }
@@ -64,29 +75,30 @@ extension StoreAccess: MergeTarget {
     }
 
     mutating func insertNew(_ change: ObjectChange, stamp: Stamp) throws -> Bool {
-        var memory: InsertMemory
+        let memory: InsertMemory
         if let last = lastInsert, last.entityName == change.id.entityName {
             memory = last
         } else {
             let table = try schema.table(change.id.entityName)
             memory = InsertMemory(
                 entityName: change.id.entityName, table: table,
-                statement: try db.cachedStatement(sql: table.insertSQL), stamp: stamp, properties: [],
-                stamps: StampList.encode([:], at: stamp), columnsOnly: true)
+                statement: try db.cachedStatement(sql: table.insertSQL), stamp: stamp)
+            lastInsert = memory
         }
         if memory.stamp != stamp || !change.values.keys(equal: memory.properties) {
             memory.stamp = stamp
             memory.properties = change.values.keys
             memory.stamps = StampList.encode(change.values, at: stamp)
             memory.columnsOnly = memory.table.hasColumns(memory.properties)
+            memory.places = memory.table.valuePlaces(of: change.values)
         }
-        lastInsert = memory
         // Most new objects' stamps are implicit: those of the values their columns hold, at the insert's stamp.
         let stamps =
             memory.columnsOnly && EntityTable.implicitlyStamped(change.values) ? Data() : memory.stamps
         let external = external
         try memory.statement.run {
-            try memory.table.bind(change, stamp: stamp, stamps: stamps, external: external, to: &$0)
+            try memory.table.bind(
+                change, stamp: stamp, stamps: stamps, places: memory.places, external: external, to: &$0)
         }
         return sqlite3_changes(db.sqliteConnection) > 0
     }
@@ -136,6 +148,11 @@ struct ObjectSnapshot: Sendable, Hashable {
         /// A fetch's rows, this snapshot's values from `start` on: one reference for each of the thousands of
         /// objects a fetch makes, the layout the rows'.
         case shared(SnapshotRows, start: Int)
+        /// What a save stored of an object it inserted with attributes only: the values set, by name, over the
+        /// attributes' defaults (the layout's first properties, in the entity's order), its to-ones empty. The
+        /// object's values are kept as they were set, rather than copied into an array of their own for each of the
+        /// thousands of objects a large save inserts.
+        case inserted(SnapshotLayout, defaults: [RecordValue], values: PropertyMap<RecordValue>)
     }
 
     /// The snapshot of an object that was never stored: every property reads as unset.
@@ -151,10 +168,16 @@ struct ObjectSnapshot: Sendable, Hashable {
         storage = .shared(rows, start: start)
     }
 
+    /// The snapshot of an object a save inserted with the attribute `values` and no relationships: `defaults` (one
+    /// for each of the layout's first properties, its attributes) for the rest, nothing for its to-ones.
+    init(layout: SnapshotLayout, defaults: [RecordValue], values: PropertyMap<RecordValue>) {
+        storage = .inserted(layout, defaults: defaults, values: values)
+    }
+
     /// The properties the snapshot holds values of, in order.
     var layout: SnapshotLayout {
         switch storage {
-        case .own(let layout, _): layout
+        case .own(let layout, _), .inserted(let layout, _, _): layout
         case .shared(let rows, _): rows.layout
         }
     }
@@ -164,6 +187,7 @@ struct ObjectSnapshot: Sendable, Hashable {
         switch storage {
         case .own(_, let values): values
         case .shared(let rows, let start): (start..<start + rows.layout.properties.count).map { rows.values[$0] }
+        case .inserted(let layout, _, _): layout.properties.indices.map { self[position: $0] }
         }
     }
 
@@ -172,6 +196,8 @@ struct ObjectSnapshot: Sendable, Hashable {
         switch storage {
         case .own(_, let values): values[position]
         case .shared(let rows, let start): rows.values[start + position]
+        case .inserted(let layout, let defaults, let values):
+            position < defaults.count ? values[layout.properties[position]] ?? defaults[position] : .null
         }
     }
 

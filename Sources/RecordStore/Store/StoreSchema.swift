@@ -303,7 +303,7 @@ final class EntityTable: Sendable {
             for _ in 0..<3 { bindings.bindNull() }
         }
         bindings.bind(bytes: implicitlyStamped(record) ? Data() : StampList.encode(record.values))
-        try bindColumns(external: external, to: &bindings) { record.values[$0]?.value ?? .null }
+        try bindColumns(external: external, to: &bindings) { record.values[columns[$0].property]?.value ?? .null }
     }
 
     /// Whether ``record(from:offset:external:)`` reads `record`'s registers back from its columns alone: each is a
@@ -342,58 +342,71 @@ final class EntityTable: Sendable {
     /// nothing would give, without making that record.
     /// - Parameter stamps: `StampList.encode(change.values, at: stamp)`, which objects with the same properties share,
     ///   or nothing when they are implicit.
+    /// - Parameter places: ``valuePlaces(of:)`` of `change.values`.
     func bind(
-        _ change: ObjectChange, stamp: Stamp, stamps: Data, external: ExternalData?, to bindings: inout DirectBindings
+        _ change: ObjectChange, stamp: Stamp, stamps: Data, places: [Int], external: ExternalData?,
+        to bindings: inout DirectBindings
     ) throws(RecordStoreError) {
         bindings.bind(change.id.uuid)
         bindings.bind(Int64(1))
         bindings.bind(Int64(bitPattern: stamp.time))
         bindings.bind(stamp.device)
         bindings.bind(bytes: stamps)
-        try bindColumns(external: external, to: &bindings) { change.values[$0] ?? .null }
+        // Each column's value found where it lies among the change's values, not searched for by name.
+        try bindColumns(external: external, to: &bindings) { index in
+            let place = places[index]
+            return place < 0 ? .null : change.values.value(atPlace: place)
+        }
     }
 
-    /// Binds each column's value, `value` giving it by property.
+    /// For each column, where its property's value is among the entries of `values` (-1 for none): the same for
+    /// every new object a save inserts with the same properties, so worked out once for them.
+    func valuePlaces(of values: PropertyMap<RecordValue>) -> [Int] {
+        columns.map { values.place(of: $0.property) ?? -1 }
+    }
+
+    /// Binds each column's value, `value` giving it by the column's index.
     private func bindColumns(
-        external: ExternalData?, to bindings: inout DirectBindings, _ value: (String) -> RecordValue
+        external: ExternalData?, to bindings: inout DirectBindings, _ value: (Int) -> RecordValue
     ) throws(RecordStoreError) {
         for index in columns.indices {
-            let value = value(columns[index].property)
+            let value = value(index)
             if columns[index].isExternal, let external, case .data(let data) = value,
                 data.count > AttributeDescription.externalStorageThreshold
             {
                 bindings.bind(text: try external.store(data))
             } else {
-                bindings.bind(columns[index].databaseValue(value))
+                bindings.bind(value)
             }
         }
     }
 }
 
-extension EntityTable.PropertyColumn {
-    /// A value as the column holds it: numbers as numbers, decimals and URLs as text, UUIDs and objects as 16
-    /// bytes. SQLite keeps no NaN, so a NaN is held as the text `NaN`; text with a NUL is held as its UTF-8 bytes.
-    func databaseValue(_ value: RecordValue) -> DatabaseValue {
+extension DirectBindings {
+    /// Binds a value as a column holds it: numbers as numbers, decimals and URLs as text, UUIDs and objects as 16
+    /// bytes. SQLite keeps no NaN, so a NaN is held as the text `NaN`; text with a NUL is held as its UTF-8 bytes
+    /// (SQLite's text ends at a NUL as GRDB reads it).
+    mutating func bind(_ value: RecordValue) {
         switch value {
-        case .null: .null
-        case .string(let text):
-            // SQLite's text ends at a NUL as GRDB reads it: text holding one is kept as its UTF-8 bytes.
-            text.utf8.contains(0) ? Data(text.utf8).databaseValue : text.databaseValue
-        case .integer(let number): number.databaseValue
-        case .double(let number): number.isNaN ? "NaN".databaseValue : number.databaseValue
-        case .decimal(let number): number.canonicalText.databaseValue
-        case .boolean(let flag): (flag ? 1 : 0).databaseValue
+        case .null: bindNull()
+        case .string(let text): if text.utf8.contains(0) { bind(bytes: Data(text.utf8)) } else { bind(text: text) }
+        case .integer(let number): bind(number)
+        case .double(let number): if number.isNaN { bind(text: "NaN") } else { bind(number) }
+        case .decimal(let number): bind(text: number.canonicalText)
+        case .boolean(let flag): bind(Int64(flag ? 1 : 0))
         case .date(let date):
-            date.timeIntervalSinceReferenceDate.isNaN
-                ? "NaN".databaseValue : date.timeIntervalSinceReferenceDate.databaseValue
-        case .uuid(let uuid): uuid.data.databaseValue
-        case .url(let url): url.absoluteString.databaseValue
-        case .data(let data): data.databaseValue
-        case .object(let id): id.uuid.data.databaseValue
+            let seconds = date.timeIntervalSinceReferenceDate
+            if seconds.isNaN { bind(text: "NaN") } else { bind(seconds) }
+        case .uuid(let uuid): bind(uuid)
+        case .url(let url): bind(text: url.absoluteString)
+        case .data(let data): bind(bytes: data)
+        case .object(let id): bind(id.uuid)
         }
     }
+}
 
-    /// Reads what ``databaseValue(_:)`` wrote.
+extension EntityTable.PropertyColumn {
+    /// Reads what ``DirectBindings/bind(_:)-(RecordValue)`` wrote.
     func value(from stored: DatabaseValue, entity: EntityDescription) throws(RecordStoreError) -> RecordValue {
         func unreadable() -> RecordStoreError {
             RecordStoreError(.storeFailed, "\(entity.name).\(property) holds \(stored), not a value of its type")
@@ -407,7 +420,8 @@ extension EntityTable.PropertyColumn {
         return value
     }
 
-    /// A value of an attribute of `type` from what ``databaseValue(_:)`` wrote; `nil` when it is not one.
+    /// A value of an attribute of `type` from what ``DirectBindings/bind(_:)-(RecordValue)`` wrote; `nil` when it is
+    /// not one.
     static func value(from stored: DatabaseValue, type: AttributeType) -> RecordValue? {
         if stored.isNull { return .null }
         func number() -> Double? {

@@ -108,6 +108,33 @@ struct ContextTests {
         }
     }
 
+    @Test("an object a save inserted reads what was set over its defaults; setting a value it holds changes nothing")
+    func savedInsertKeepsItsValues() throws {
+        try withTemporaryFolder { folder in
+            let fixture = try StoreFixture(in: folder)
+            let context = fixture.context()
+            let eggs = Item(context: context)
+            eggs.note = "free range"
+            let bread = Item(context: context)
+            bread.title = "Bread"
+            bread.quantity = 3
+            try context.save()
+            #expect(eggs.title == "" && eggs.quantity == 1 && eggs.note == "free range")
+            #expect(bread.title == "Bread" && bread.quantity == 3 && bread.note == nil)
+            bread.quantity = 3
+            eggs.title = ""
+            #expect(!context.hasChanges, "values equal to the saved ones are no changes")
+            bread.quantity = 4
+            #expect(bread.hasChanges && bread.changedValuesForCurrentEvent() == ["quantity": .integer(4)])
+            context.rollback()
+            #expect(bread.quantity == 3)
+            let reader = fixture.context()
+            let stored = try reader.all(Item.self, sortedBy: \.title)
+            #expect(stored.map(\.title) == ["", "Bread"] && stored.map(\.quantity) == [1, 3])
+            #expect(stored.map(\.note) == ["free range", nil])
+        }
+    }
+
     @Test("an object outlives its context: it then has none, reads as empty and changes nothing")
     func objectOutlivesItsContext() throws {
         try withTemporaryFolder { folder in
