@@ -44,6 +44,13 @@ public struct ManagedObjectID: Sendable, Hashable, Comparable, CustomStringConve
         self.isTemporaryID = isTemporaryID
     }
 
+    /// An id whose UUID is `words` (big-endian, as ``words`` holds it).
+    init(entityName: String, words: (UInt64, UInt64), isTemporaryID: Bool = false) {
+        self.entityName = entityName
+        self.words = words
+        self.isTemporaryID = isTemporaryID
+    }
+
     /// Whether the two ids have the same UUID.
     func hasSameUUID(as other: ManagedObjectID) -> Bool { words == other.words }
 

@@ -176,13 +176,16 @@ struct DirectRow: RowReading {
         return true
     }
 
-    /// The 16 bytes of a UUID column; `nil` for anything else.
-    func uuid(at index: Int) -> UUID? {
+    /// The 16 bytes of a UUID column as ``ManagedObjectID``'s words (big-endian); `nil` for anything else.
+    func idWords(at index: Int) -> (UInt64, UInt64)? {
         let value = value(at: index)
         guard sqlite3_value_type(value) == SQLITE_BLOB, let bytes = sqlite3_value_blob(value),
             sqlite3_value_bytes(value) == 16
         else { return nil }
-        return UUID(uuid: bytes.loadUnaligned(as: uuid_t.self))
+        return (
+            UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self)),
+            UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        )
     }
 }
 

@@ -186,7 +186,7 @@ struct ObjectSnapshot: Sendable, Hashable {
     var values: [RecordValue] {
         switch storage {
         case .own(_, let values): values
-        case .shared(let rows, let start): (start..<start + rows.layout.properties.count).map { rows.values[$0] }
+        case .shared(let rows, let start): (start..<start + rows.layout.properties.count).map { rows[$0] }
         case .inserted(let layout, _, _): layout.properties.indices.map { self[position: $0] }
         }
     }
@@ -195,7 +195,7 @@ struct ObjectSnapshot: Sendable, Hashable {
     subscript(position position: Int) -> RecordValue {
         switch storage {
         case .own(_, let values): values[position]
-        case .shared(let rows, let start): rows.values[start + position]
+        case .shared(let rows, let start): rows[start + position]
         case .inserted(let layout, let defaults, let values):
             position < defaults.count ? values[layout.properties[position]] ?? defaults[position] : .null
         }
@@ -238,12 +238,14 @@ struct FetchedRows {
     private(set) var segments: [SnapshotRows] = []
     private(set) var count = 0
     /// The segment being filled.
-    private var uuids: [UUID] = []
-    private var values = PackedValues()
+    private var building: PackedRowsBuilder?
 
     /// About the most values a segment holds (a value takes 9 bytes, short text its own besides): well under the
     /// allocator's threshold for mapping memory of its own.
     static let valuesPerSegment = 4_096
+    /// The rows the first segment has room for at first: it grows as it fills, so that a fetch of a few rows keeps
+    /// no room for hundreds.
+    static let firstRows = 16
 
     init(entity: String, layout: SnapshotLayout) {
         self.entity = entity
@@ -253,7 +255,7 @@ struct FetchedRows {
 
     func id(at row: Int) -> ManagedObjectID {
         let (segment, offset) = row.quotientAndRemainder(dividingBy: rowsPerSegment)
-        return ManagedObjectID(entityName: entity, uuid: segments[segment].uuids[offset])
+        return ManagedObjectID(entityName: entity, words: segments[segment].idWords(at: offset))
     }
 
     func snapshot(at row: Int) -> ObjectSnapshot {
@@ -266,50 +268,33 @@ struct FetchedRows {
     func forEachRow(_ body: (ManagedObjectID, SnapshotRows, Int) throws -> Void) rethrows {
         let width = layout.properties.count
         for rows in segments {
-            for offset in rows.uuids.indices {
-                try body(ManagedObjectID(entityName: entity, uuid: rows.uuids[offset]), rows, offset * width)
+            for offset in 0..<rows.rowCount {
+                try body(ManagedObjectID(entityName: entity, words: rows.idWords(at: offset)), rows, offset * width)
             }
         }
     }
 
-    /// Appends a row: its id, and its values appended to the buffer `append` is handed (``layout``'s count of them).
+    /// Appends a row: its values, appended to the segment `append` is handed (``layout``'s count of them), and its
+    /// id's words.
     mutating func append(
-        _ uuid: UUID, values append: (inout PackedValues) throws(RecordStoreError) -> Void
+        id: (UInt64, UInt64), values append: (inout PackedRowsBuilder) throws(RecordStoreError) -> Void
     ) throws(RecordStoreError) {
-        // The first segment grows as it fills: a fetch of a few rows keeps no room for hundreds.
-        if uuids.isEmpty, !segments.isEmpty {
-            uuids.reserveCapacity(rowsPerSegment)
-            values.reserveCapacity(rowsPerSegment * layout.properties.count)
-        }
-        try append(&values)
-        uuids.append(uuid)
+        var builder =
+            building.take()
+            ?? PackedRowsBuilder(layout: layout, rows: segments.isEmpty ? Self.firstRows : rowsPerSegment)
+        try append(&builder)
+        builder.endRow(id: id)
         count += 1
-        if uuids.count == rowsPerSegment { seal() }
+        if builder.rowsWritten == rowsPerSegment {
+            segments.append(builder.seal())
+        } else {
+            building = builder
+        }
     }
 
     /// Ends reading: the last segment's rows join the others.
     mutating func finish() {
-        if !uuids.isEmpty { seal() }
-    }
-
-    private mutating func seal() {
-        segments.append(SnapshotRows(layout: layout, uuids: uuids, values: values))
-        uuids = []
-        values = PackedValues()
-    }
-}
-
-/// Rows a fetch read, one after another, each an id and a value per property of its entity's layout: a segment of
-/// ``FetchedRows``, which the snapshots of its rows share.
-final class SnapshotRows: Sendable {
-    let layout: SnapshotLayout
-    let uuids: [UUID]
-    let values: PackedValues
-
-    init(layout: SnapshotLayout, uuids: [UUID], values: PackedValues) {
-        self.layout = layout
-        self.uuids = uuids
-        self.values = values
+        if let builder = building.take() { segments.append(builder.seal()) }
     }
 }
 
@@ -371,17 +356,18 @@ extension StoreAccess {
         try statement.forEachRow { bindings in
             for argument in filter?.arguments ?? [] { bindings.bind(argument) }
         } _: { row in
-            guard let uuid = row.uuid(at: 0) else {
+            guard let words = row.idWords(at: 0) else {
                 throw RecordStoreError(.storeFailed, "a row of \(entity) has an id that is not 16 bytes")
             }
-            try fetched.append(uuid) { values throws(RecordStoreError) in
+            try fetched.append(id: words) { values throws(RecordStoreError) in
                 try table.appendValues(from: row, offset: 1, external: external, to: &values) {
                     () throws(RecordStoreError) -> Data in
                     do {
-                        return try Data.fetchOne(stampsStatement, arguments: [uuid.data]) ?? Data()
+                        let id = ManagedObjectID(entityName: entity, words: words)
+                        return try Data.fetchOne(stampsStatement, arguments: [id.uuid.data]) ?? Data()
                     } catch {
-                        throw RecordStoreError(
-                            .storeFailed, "the stamps of \(entity) \(uuid) cannot be read", underlying: error)
+                        let id = ManagedObjectID(entityName: entity, words: words)
+                        throw RecordStoreError(.storeFailed, "the stamps of \(id) cannot be read", underlying: error)
                     }
                 }
             }
