@@ -112,13 +112,14 @@ extension ManagedObjectContext {
             if changes.isEmpty, finalIDs.isEmpty {
                 // Each object saved under its own id, already in order: no change to combine with another's.
                 for object in objects {
-                    changes.append(self.change(of: object, id: id, dropping: dropped[object] ?? []))
+                    changes.append(
+                        self.change(of: object, id: id, dropping: dropped.isEmpty ? [] : dropped[object] ?? []))
                 }
             } else {
                 var position = Dictionary(uniqueKeysWithValues: changes.enumerated().map { ($1.id, $0) })
                 position.reserveCapacity(objects.count)
                 for object in objects {
-                    let change = self.change(of: object, id: id, dropping: dropped[object] ?? [])
+                    let change = self.change(of: object, id: id, dropping: dropped.isEmpty ? [] : dropped[object] ?? [])
                     if let index = position[change.id] {
                         changes[index].combine(with: change)
                     } else {
@@ -327,7 +328,10 @@ extension ManagedObjectContext {
         case .deleted: change.existence = false
         case .fault, .gone: break
         }
-        if inserted {
+        if inserted, object.changedValues.count == entity.attributes.count {
+            // Every attribute set (only attributes are): the values as they are, shared rather than copied.
+            change.values = object.changedValues
+        } else if inserted {
             // Every attribute, set or at its default: the entity's and the object's names walked together in order.
             change.values.reserveCapacity(entity.attributes.count)
             var set = object.changedValues.makeIterator()
