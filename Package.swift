@@ -181,7 +181,10 @@ let package = Package(
         ),
         .testTarget(
             name: "DocumentKitTests",
-            dependencies: ["ChildProcess", "DocumentKit", "document-test-helper", "ubiquity", "UbiquityTestSupport"]
+            dependencies: [
+                "ChildProcess", "DocumentKit", "document-test-helper", "SyncSimulation", "ubiquity",
+                "UbiquityTestSupport",
+            ]
         ),
         // The simulation's seeded generator makes the randomized protocol tests replayable.
         .testTarget(name: "UbiquityProtocolTests", dependencies: ["SyncSimulation", "UbiquityProtocol"]),

@@ -1,4 +1,5 @@
 import Foundation
+import SyncSimulation
 import Synchronization
 import Testing
 import UbiquityTestSupport
@@ -76,6 +77,48 @@ struct CoordinationLockSweepTests {
         let old = try Self.acquire("file 0", in: directory)
         #expect(!Self.isFree("file 0", in: directory))
         CoordinationLockFile.release(old)
+    }
+
+    @Test(
+        "The pool of kept descriptors closes the one given back longest ago, as a search of them all would",
+        arguments: 0..<20)
+    func poolEvictsLeastRecentlyGivenBack(seed: UInt64) {
+        var random = SeededGenerator(seed: seed &+ 90_000)
+        var pool = CoordinationLockFile.DescriptorPool()
+        let paths = (0..<(CoordinationLockFile.DescriptorPool.capacity * 2)).map { "lock \($0)" }
+        // The model: descriptors in use by path, and free ones with when each was given back.
+        var inUse: [Int32: String] = [:]
+        var free: [(fd: Int32, path: String, time: Int)] = []
+        var time = 0
+        var nextDescriptor: Int32 = 3
+        for step in 0..<4_000 {
+            let path = paths[Int(random.next() % UInt64(paths.count))]
+            if random.next() % 2 == 0, !inUse.isEmpty {
+                // A release: the descriptor is kept, and past the capacity the least recently given back is closed.
+                let fd = inUse.keys.sorted()[Int(random.next() % UInt64(inUse.count))]
+                let evicted = pool.giveBack(fd)
+                let expected =
+                    free.count >= CoordinationLockFile.DescriptorPool.capacity
+                    ? free.min { $0.time < $1.time }?.fd : nil
+                #expect(evicted == expected, "seed \(seed), step \(step)")
+                free.removeAll { $0.fd == expected }
+                time += 1
+                free.append((fd, inUse.removeValue(forKey: fd)!, time))
+            } else if let fd = pool.take(path) {
+                // An acquisition reusing a kept descriptor of its path: the most recently given back of them.
+                let kept = free.filter { $0.path == path }
+                #expect(fd == kept.max { $0.time < $1.time }?.fd, "seed \(seed), step \(step)")
+                free.removeAll { $0.fd == fd }
+                inUse[fd] = path
+            } else {
+                #expect(!free.contains { $0.path == path }, "seed \(seed), step \(step): a kept descriptor missed")
+                // A new descriptor, opened for the path; numbers of closed ones are not reused here.
+                let fd = nextDescriptor
+                nextDescriptor += 1
+                pool.record(fd, path: path)
+                inUse[fd] = path
+            }
+        }
     }
 
     @Test("Unheld lock files are swept away, a held one stays, and a lock taken again after the sweep still excludes")

@@ -164,6 +164,11 @@ enum CoordinationLockFile {
     /// least recently given back closed first. (Keeping the first 256 for good meant that once a process had
     /// coordinated 256 paths, the lock files of the folders every access goes through — the container, `Documents`
     /// — were opened and closed again for each access.)
+    ///
+    /// The least recently given back is the first still-current entry of a queue in the order of giving back, not a
+    /// search of every free descriptor: once more than ``capacity`` paths had been coordinated, every release searched
+    /// all 256 under the pool's lock, which every coordination in the process takes, and threads spun waiting for it
+    /// (a tenth of the engines' CPU while thousands of files arrived at once).
     struct DescriptorPool {
         static let capacity = 256
         var free: [String: [Int32]] = [:]
@@ -171,6 +176,11 @@ enum CoordinationLockFile {
         /// When each free descriptor was given back, by a counter.
         var givenBack: [Int32: UInt64] = [:]
         var clock: UInt64 = 0
+        /// Descriptors in the order they were given back, with when: an entry is current while ``givenBack`` still
+        /// holds its time (a descriptor taken, or given back again since, leaves a stale entry behind).
+        private var order: [(fd: Int32, time: UInt64)] = []
+        /// Where the entries not yet passed over begin.
+        private var head = 0
 
         mutating func take(_ path: String) -> Int32? {
             guard var kept = free[path], let fd = kept.popLast() else { return nil }
@@ -183,19 +193,33 @@ enum CoordinationLockFile {
         /// full, or `fd` itself when it is not known.
         mutating func giveBack(_ fd: Int32) -> Int32? {
             guard let path = pathOfDescriptor[fd] else { return fd }
-            var evicted: Int32?
-            if givenBack.count >= Self.capacity, let oldest = givenBack.min(by: { $0.value < $1.value })?.key {
-                givenBack[oldest] = nil
-                if let oldPath = pathOfDescriptor.removeValue(forKey: oldest) {
-                    free[oldPath]?.removeAll { $0 == oldest }
-                    if free[oldPath]?.isEmpty == true { free[oldPath] = nil }
-                }
-                evicted = oldest
-            }
+            let evicted = givenBack.count >= Self.capacity ? evictLeastRecent() : nil
             free[path, default: []].append(fd)
             clock += 1
             givenBack[fd] = clock
+            order.append((fd, clock))
+            // Stale entries are dropped once they outnumber the current ones (at most `capacity`) three to one.
+            if order.count - head > 4 * Self.capacity {
+                order = order[head...].filter { givenBack[$0.fd] == $0.time }
+                head = 0
+            }
             return evicted
+        }
+
+        /// Forgets the free descriptor given back longest ago, and returns it.
+        private mutating func evictLeastRecent() -> Int32? {
+            while head < order.count {
+                let (fd, time) = order[head]
+                head += 1
+                guard givenBack[fd] == time else { continue }
+                givenBack[fd] = nil
+                if let path = pathOfDescriptor.removeValue(forKey: fd) {
+                    free[path]?.removeAll { $0 == fd }
+                    if free[path]?.isEmpty == true { free[path] = nil }
+                }
+                return fd
+            }
+            return nil
         }
 
         mutating func forget(_ fd: Int32) {
