@@ -107,6 +107,10 @@ final class SnapshotRows: @unchecked Sendable {
 
 /// Writes the rows of a ``SnapshotRows`` as a fetch reads them: its values through ``RecordValueSink``, then each
 /// row's id (``endRow(id:)``). The segment grows (to twice its room) when full; ``seal()`` hands it over.
+///
+/// A copy writes into the same buffers as the original: a builder is moved (``FetchedRows`` takes it out of its
+/// optional to write), never copied and written twice. (Not `~Copyable`: ``FetchedRows``, which holds one, is handed
+/// out of a database read, whose result must be copyable.)
 struct PackedRowsBuilder: RecordValueSink {
     private var rows: SnapshotRows
     private var valueCount = 0
@@ -122,7 +126,6 @@ struct PackedRowsBuilder: RecordValueSink {
     var count: Int { valueCount }
     /// How many rows are complete.
     var rowsWritten: Int { rowCount }
-    var rowCapacity: Int { rows.rowCapacity }
 
     /// Moves everything to a segment with room for `rows` rows.
     private mutating func grow(toHold rowsNeeded: Int) {
