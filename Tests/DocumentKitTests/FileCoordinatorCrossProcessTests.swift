@@ -82,11 +82,13 @@ struct FileCoordinatorCrossProcessTests {
         #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o700)
     }
 
-    @Test("the default lock directory is under XDG_RUNTIME_DIR or the temporary directory")
+    @Test("the default lock directory is under XDG_RUNTIME_DIR, else in /dev/shm, else the temporary directory")
     func defaultLockDirectory() {
         let directory = FileCoordinator.Configuration().lockDirectory
         if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
             #expect(directory == runtime + "/ubiquity-coordination")
+        } else if access("/dev/shm", W_OK | X_OK) == 0 {
+            #expect(directory == "/dev/shm/ubiquity-coordination-\(getuid())")
         } else {
             #expect(directory.hasSuffix("/ubiquity-coordination-\(getuid())"))
         }

@@ -30,13 +30,25 @@ extension FileCoordinator {
             self.lockDirectory = lockDirectory
         }
 
-        /// `$XDG_RUNTIME_DIR/ubiquity-coordination` when `XDG_RUNTIME_DIR` is set, else
-        /// `<temporary directory>/ubiquity-coordination-<uid>`, read once per process.
+        /// `$XDG_RUNTIME_DIR/ubiquity-coordination` when `XDG_RUNTIME_DIR` is set; else
+        /// `/dev/shm/ubiquity-coordination-<uid>` when `/dev/shm` is a directory this user can write to; else
+        /// `<temporary directory>/ubiquity-coordination-<uid>`. Worked out once per process.
+        ///
+        /// Lock files are made and swept as paths are coordinated (one for each path an access names), so they belong
+        /// in memory: on a disk, each is an inode allocated and freed, which on some file systems costs more than the
+        /// coordination itself.
         public static let defaultLockDirectory: String = {
             if let runtime = ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
                 return (runtime as NSString).appendingPathComponent("ubiquity-coordination")
             }
-            return (NSTemporaryDirectory() as NSString).appendingPathComponent("ubiquity-coordination-\(getuid())")
+            let name = "ubiquity-coordination-\(getuid())"
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory), isDirectory.boolValue,
+                access("/dev/shm", W_OK | X_OK) == 0
+            {
+                return "/dev/shm/" + name
+            }
+            return (NSTemporaryDirectory() as NSString).appendingPathComponent(name)
         }()
     }
 }

@@ -14,6 +14,8 @@ public struct LocalStateStore: Sendable {
     public init(url: URL) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
+        // Statement journals and sorts stay in memory rather than in temporary files created and deleted on disk.
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA temp_store = MEMORY") }
         pool = try DatabasePool(path: url.path, configuration: configuration)
         try Self.migrator.migrate(pool)
     }

@@ -40,6 +40,9 @@ public struct SQLiteMetadataStore: MetadataStore {
             // Fewer, larger checkpoints (each one flushes the database file): about 40 MB of WAL between them.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 10000")
             try db.execute(sql: "PRAGMA cache_size = -32768")
+            // A group commit puts each operation in a savepoint; past 64 KiB SQLite would spill its journal to a new
+            // temporary file on disk, a file created and deleted for every few batches.
+            try db.execute(sql: "PRAGMA temp_store = MEMORY")
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         committer = GroupCommitter(writer: pool)
