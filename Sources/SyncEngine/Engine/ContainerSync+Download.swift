@@ -6,8 +6,11 @@ import UbiquityProtocol
 extension ContainerSync {
     /// Records the item's versions other than the current one and tells listeners and presenters what changed:
     /// conflict versions gained, versions lost (their downloaded copies removed), conflicts resolved.
-    func recordOtherVersions(_ versions: [VersionRecord], of item: LocalItem) throws {
-        let recorded = try state.otherVersions(of: item.id)
+    func recordOtherVersions(_ versions: [VersionRecord], of item: LocalItem, wasKnown: Bool = true) throws {
+        // An item heard of for the first time has none recorded (its versions go with its record).
+        let recorded = wasKnown ? try state.otherVersions(of: item.id) : []
+        // None before and none now: the queued changes would make the same of both.
+        if recorded.isEmpty && versions.isEmpty { return }
         // Compared as reads show them: changes made on this device and not sent yet over both sides, so a round
         // that asked the service before such a change neither undoes it nor announces it again.
         let before = Dictionary(

@@ -17,6 +17,20 @@ struct ItemLanes {
     @TaskLocal static var held: Set<ItemID> = []
 }
 
+/// Record writes of operations waiting to be committed together (``ContainerSync/commit(_:)-async``).
+struct GroupedWrites {
+    /// The writes waiting, in the order they came, each under its caller's ticket.
+    var waiting: [(ticket: UInt64, writes: [RecordWrite])] = []
+    /// The callers waiting for their writes' outcome (all but the one that commits them).
+    var continuations: [UInt64: CheckedContinuation<[RecordWrite], any Error>] = [:]
+    /// Whether a caller will commit what waits.
+    var hasLeader = false
+    /// The outcome of the committing caller's own writes when a synchronous commit took them first.
+    var leaderOutcome: (ticket: UInt64, outcome: Result<[RecordWrite], any Error>)?
+    /// The next caller's ticket.
+    var nextTicket: UInt64 = 0
+}
+
 extension ContainerSync {
     /// Runs `work` holding the lane of item `id`: after the operations on it that came first, before those that
     /// come later. A task already holding the lane runs `work` at once.

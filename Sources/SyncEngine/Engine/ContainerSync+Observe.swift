@@ -26,10 +26,74 @@ extension ContainerSync {
         try commit([write])
     }
 
-    /// Applies `writes` in one transaction and tells listeners of those that applied.
+    /// Applies `writes` in one transaction and tells listeners of those that applied. The operations' writes waiting
+    /// to be committed together go first, in the same transaction.
     @discardableResult
     func commit(_ writes: [RecordWrite]) throws -> [RecordWrite] {
-        let applied = try state.write(writes)
+        try (commitGrouped(adding: writes) ?? Self.lostOutcome).get()
+    }
+
+    /// Applies `writes` as ``commit(_:)`` does, in one transaction with the writes of other operations that reach
+    /// this point meanwhile: the first of them lets the others run up to their own writes, then commits them all.
+    /// Each caller resumes once its writes are committed (so what it sends or places next comes after its record,
+    /// as with ``commit(_:)``), with its own outcome: a group that fails fails alone.
+    @discardableResult
+    func commit(_ writes: [RecordWrite]) async throws -> [RecordWrite] {
+        let ticket = grouped.nextTicket
+        grouped.nextTicket += 1
+        grouped.waiting.append((ticket, writes))
+        guard grouped.hasLeader else {
+            grouped.hasLeader = true
+            await Task.yield()  // the other operations ready to run reach their writes
+            let mine = commitGrouped(adding: nil, leader: ticket)
+            grouped.hasLeader = false
+            return try (mine ?? Self.lostOutcome).get()
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            grouped.continuations[ticket] = continuation
+        }
+    }
+
+    /// Commits the writes waiting (see ``commit(_:)-async``) and `writes`, in one transaction; resumes the waiting
+    /// callers, keeps the outcome of a leader's writes that a synchronous commit took with it, and returns the
+    /// outcome of `writes` (or of the leader's writes: `leader`).
+    private func commitGrouped(
+        adding writes: [RecordWrite]?, leader: UInt64? = nil
+    ) -> Result<[RecordWrite], any Error>? {
+        let waiting = grouped.waiting
+        grouped.waiting = []
+        var groups = waiting.map(\.writes)
+        if let writes { groups.append(writes) }
+        var outcomes: [Result<[RecordWrite], any Error>] = []
+        if !groups.isEmpty {
+            do {
+                for outcome in try state.write(groups: groups) {
+                    outcomes.append(outcome.map { applied in notify(applied) })
+                }
+            } catch {
+                outcomes = groups.map { _ in .failure(error) }
+            }
+        }
+        for ((ticket, _), outcome) in zip(waiting, outcomes) {
+            if let continuation = grouped.continuations.removeValue(forKey: ticket) {
+                continuation.resume(with: outcome)
+            } else {
+                grouped.leaderOutcome = (ticket, outcome)  // the leader's, taken by a synchronous commit
+            }
+        }
+        if writes != nil { return outcomes.last }
+        guard let leader, let kept = grouped.leaderOutcome, kept.ticket == leader else { return nil }
+        grouped.leaderOutcome = nil
+        return kept.outcome
+    }
+
+    /// What a caller gets if its writes' outcome were ever lost (a bug: every group gets one).
+    private static var lostOutcome: Result<[RecordWrite], any Error> {
+        .failure(ProtocolError(.internalError, "a grouped write of the state database had no outcome"))
+    }
+
+    /// Tells listeners of the writes that applied; returns the writes.
+    private func notify(_ applied: [(write: RecordWrite, before: StoredItem?)]) -> [RecordWrite] {
         for (write, before) in applied {
             if let record = write.record {
                 let item = record.item
@@ -40,6 +104,18 @@ extension ContainerSync {
             }
         }
         return applied.map(\.write)
+    }
+
+    /// Stores `item` as ``store(_:chunkLocations:currentVersion:)`` does, committed together with other operations'
+    /// writes (``commit(_:)-async``).
+    func store(
+        _ item: StoredItem, chunkLocations: [(ChunkHash, LocalChunkLocation)]? = nil,
+        currentVersion: VersionRecord? = nil
+    ) async throws {
+        var write = RecordWrite(item, inStep: isInStep(item))
+        write.chunkLocations = chunkLocations
+        write.currentVersion = currentVersion
+        try await commit([write])
     }
 
     /// Observes the local copies in `scope`: the records are read first, then the disk, and each item's new local
@@ -83,7 +159,7 @@ extension ContainerSync {
                 writes.append(RecordWrite(created, inStep: isInStep(created), if: .pathUnclaimed))
             }
         }
-        let applied = try commit(writes)
+        let applied = try await commit(writes)
         return applied.filter { if case .unchanged = $0.condition { true } else { false } }.count == checked
     }
 
@@ -227,7 +303,26 @@ extension ContainerSync {
             if question.count > 1 {
                 for detail in try await service.items(question, in: container) { answers[detail.item.id] = detail }
             }
+            // What the page tells without asking again, of items no operation holds, is observed together: one
+            // transaction for all, written before anything here waits (so no operation takes their lanes meanwhile).
+            var together = ObservedTogether()
             for id in touched {
+                if !lanes.busy.contains(id) || ItemLanes.held.contains(id), !together.touches(id) {
+                    let known = try state.record(id)
+                    if let answer = answers[id], let before = asked[id], before == known {
+                        try note(answer, into: &together)
+                        continue
+                    }
+                    switch knowledge(of: id, known, changes[id] ?? []) {
+                    case .known: continue
+                    case .created(let record):
+                        try note(ItemDetail(item: record, versions: []), into: &together)
+                        continue
+                    case .ask: break
+                    }
+                }
+                try observe(together)
+                together = ObservedTogether()
                 try await inLane(id) {
                     let known = try state.record(id)
                     if let answer = answers[id], let before = asked[id], before == known {
@@ -241,6 +336,7 @@ extension ContainerSync {
                     }
                 }
             }
+            try observe(together)
             token = page.nextToken
             try state.setValue(page.nextToken.string, forKey: Self.feedTokenKey)
             if !page.hasMore { break }
@@ -299,6 +395,27 @@ extension ContainerSync {
     /// item of the same kind that the service does not have yet is that item made on both sides: it takes over the
     /// local copy (the planner adopts it, or moves it aside when the contents differ).
     func observe(_ detail: ItemDetail) throws {
+        var one = ObservedTogether()
+        try note(detail, into: &one)
+        try observe(one)
+    }
+
+    /// Observations worked out and not yet written: each item's writes, in one transaction when written.
+    struct ObservedTogether {
+        /// What each observed item's record becomes (`nil`: removed), over what the database holds.
+        fileprivate var records: [ItemID: StoredItem?] = [:]
+        fileprivate var writes: [RecordWrite] = []
+        /// Each observed item, with its other versions and whether it was known before.
+        fileprivate var observed: [(detail: ItemDetail, item: LocalItem, wasKnown: Bool)] = []
+
+        /// Whether a write here is of item `id`: its record must be read after they are written.
+        func touches(_ id: ItemID) -> Bool { records[id] != nil }
+    }
+
+    /// Works out what observing `detail` writes (see ``observe(_:)``) over the database and the writes
+    /// already in `together`, and adds it there. Call it in the item's lane, or on the actor with the lane free and
+    /// `together` written before the next suspension.
+    private func note(_ detail: ItemDetail, into together: inout ObservedTogether) throws {
         let record = detail.item
         let current = detail.versions.first { $0.id == record.currentVersion }
         let view = RemoteView(
@@ -306,12 +423,15 @@ extension ContainerSync {
             size: current?.size ?? 0, isDeleted: record.isDeleted)
         var writes: [RecordWrite] = []
         var stored: StoredItem
-        if let known = try state.record(record.id) {
+        let known = try together.records[record.id] ?? state.record(record.id)
+        if let known {
             stored = known
         } else {
             guard !record.isDeleted else { return }
             stored = StoredItem(ItemObservation(id: record.id))
-            let candidates = try state.records(atOrBelow: [record.path.string]).filter { !lanes.busy.contains($0.id) }
+            let candidates = try state.records(atOrBelow: [record.path.string]).compactMap { found in
+                together.records[found.id] ?? found
+            }.filter { !lanes.busy.contains($0.id) }
             let sameOne = LocalObservation.madeHereToo(
                 path: record.path, kind: record.kind, among: candidates.map(\.observation)
             )
@@ -319,6 +439,7 @@ extension ContainerSync {
             if let sameOne {
                 stored.observation.local = sameOne.observation.local
                 writes.append(RecordWrite(removing: sameOne.id, if: .unchanged(sameOne)))
+                together.records[sameOne.id] = .some(nil)
             }
         }
         stored.observation.remote = view
@@ -326,9 +447,18 @@ extension ContainerSync {
         var write = RecordWrite(stored, inStep: isInStep(stored))
         write.currentVersion = current
         writes.insert(write, at: 0)
-        try commit(writes)
-        if !record.isDeleted {
-            try recordOtherVersions(detail.versions.filter { $0.id != record.currentVersion }, of: stored.item)
+        together.records[stored.id] = stored
+        together.writes += writes
+        if !record.isDeleted { together.observed.append((detail, stored.item, known != nil)) }
+    }
+
+    /// Writes what `together` holds in one transaction, then records each item's other versions.
+    private func observe(_ together: ObservedTogether) throws {
+        guard !together.writes.isEmpty else { return }
+        try commit(together.writes)
+        for (detail, item, wasKnown) in together.observed {
+            let others = detail.versions.filter { $0.id != detail.item.currentVersion }
+            try recordOtherVersions(others, of: item, wasKnown: wasKnown)
         }
     }
 }

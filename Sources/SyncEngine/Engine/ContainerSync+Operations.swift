@@ -14,13 +14,13 @@ extension ContainerSync {
             let read = try await readContent(at: local.path, kind: local.kind)
             noteRead(read, into: &item)
             guard read.identity.isUnchanged(since: expecting) else { throw LocalCopyChanged() }
-            try store(item)
+            try await store(item)
 
         case .createRemote(let id, let path, let kind):
             if kind != .directory, !item.observation.requests.contains(.firstUpload) {
                 // Remembered before it is sent: if the answer is lost and the local copy goes, the record goes too.
                 item.observation.requests.insert(.firstUpload)
-                try store(item)
+                try await store(item)
             }
             let record: RemoteView
             do {
@@ -33,7 +33,7 @@ extension ContainerSync {
             }
             item.observation.recordCreated(record)
             item.uploadError = nil
-            try store(item)
+            try await store(item)
 
         case .uploadContent(_, let basedOn, _):
             try await upload(&item, basedOn: basedOn)
@@ -42,7 +42,7 @@ extension ContainerSync {
             let answer = try await service.moveItem(id, to: path, in: container)
             item.observation.recordMovedRemote(Self.view(of: answer.item, content: item.observation.remote))
             item.uploadError = nil
-            try store(item)
+            try await store(item)
 
         case .deleteRemote(let id, let basedOn):
             // What the plan took for a deletion here must still be one: nothing at the path now.
@@ -51,24 +51,24 @@ extension ContainerSync {
             }
             do {
                 _ = try await service.deleteItem(id, basedOn: basedOn, in: container)
-                try commit([RecordWrite(removing: id)])
+                try await commit([RecordWrite(removing: id)])
             } catch let error as ProtocolError where error.code == .itemNotFound && basedOn == nil {
-                try commit([RecordWrite(removing: id)])  // a creation that never reached the service
+                try await commit([RecordWrite(removing: id)])  // a creation that never reached the service
             } catch let error as ProtocolError where error.code == .staleDelete {
                 // Edited elsewhere meanwhile: the edit wins; the item comes back with the service's version.
                 let detail = try await detail(of: id)
                 item.observation.recordStaleDelete(Self.view(of: detail))
-                try store(item)
+                try await store(item)
                 try observe(detail)
             }
 
         case .agreePath(_, let path):
             item.observation.recordAgreedPath(path)
-            try store(item)
+            try await store(item)
 
         case .recordPlaceholder(_, let view):
             item.observation.recordPlaceholder(view)
-            try store(item)
+            try await store(item)
 
         case .download(let id, let version, let path, let replacing):
             let record = try await versionRecord(version, of: id)
@@ -82,7 +82,7 @@ extension ContainerSync {
             try disk.createDirectory(at: url)
             guard let remote = item.observation.remote else { throw LocalCopyChanged() }
             item.observation.recordPlaced(remote, identity: try scanner.identity(of: url, kind: .directory))
-            try store(item)
+            try await store(item)
 
         case .adoptLocal(let id, let view, let identity):
             item.observation.recordAdopted(view, identity: identity)
@@ -90,37 +90,37 @@ extension ContainerSync {
             if let version = view.version, let record = try state.currentVersionRecord(of: id), record.id == version {
                 locations = chunkLocations(of: record.manifest, for: item.item)
             }
-            try store(item, chunkLocations: locations)
+            try await store(item, chunkLocations: locations)
 
         case .moveLocal(_, let from, let to, let expecting):
             let identity = try await moveLocal(from: from, to: to, kind: item.item.kind, expecting: expecting)
             item.observation.recordMovedLocal(to: to, identity: identity)
-            try store(item)
+            try await store(item)
 
         case .deleteLocal(let id, let path, let expecting):
             try await removeLocal(at: path, of: item, expecting: expecting)
-            try commit([RecordWrite(removing: id)])
+            try await commit([RecordWrite(removing: id)])
 
         case .evict(_, let path, let expecting):
             try await removeLocal(at: path, of: item, expecting: expecting)
             item.observation.recordLocalRemoved(evicted: true)
-            try store(item, chunkLocations: [])
+            try await store(item, chunkLocations: [])
 
         case .moveAside(_, let path, let expecting):
             let (target, identity) = try await moveAside(path, kind: item.item.kind, expecting: expecting)
             item.observation.recordMovedAside(to: target, identity: identity)
             if item.observation.local == nil, item.observation.remote == nil, item.observation.synced == nil {
-                try commit([RecordWrite(removing: item.id)])  // let go: the next scan finds the file as new
+                try await commit([RecordWrite(removing: item.id)])  // let go: the next scan finds the file as new
             } else {
-                try store(item)
+                try await store(item)
             }
 
         case .detachLocal:
             item.observation.recordDetached()
-            try store(item)
+            try await store(item)
 
         case .forget(let id):
-            try commit([RecordWrite(removing: id)])
+            try await commit([RecordWrite(removing: id)])
         }
     }
 
@@ -173,7 +173,7 @@ extension ContainerSync {
         {
             item.observation.recordAdopted(remote, identity: identity)
             item.uploadError = nil
-            try store(item, chunkLocations: chunkLocations(of: content.manifest, for: item.item))
+            try await store(item, chunkLocations: chunkLocations(of: content.manifest, for: item.item))
             return
         }
         let knownCurrent = item.observation.remote?.version
@@ -213,7 +213,7 @@ extension ContainerSync {
             committed.id, hash: content.contentHash, size: content.size, identity: identity, record: view)
         item.uploadError = nil
         if !isCurrent { item.hasUnresolvedConflicts = true }
-        try store(
+        try await store(
             item, chunkLocations: chunkLocations(of: content.manifest, for: item.item),
             currentVersion: isCurrent ? committed : nil)
         if !isCurrent || basedOn != knownCurrent {
@@ -255,7 +255,7 @@ extension ContainerSync {
         } catch {
             if !(error is CancellationError) {
                 item.downloadError = ItemError(error)
-                try store(item)
+                try await store(item)
             }
             throw error
         }
@@ -301,7 +301,7 @@ extension ContainerSync {
         view.isDeleted = false
         item.observation.recordPlaced(view, identity: placed)
         item.downloadError = nil
-        try store(item, chunkLocations: chunkLocations(of: version.manifest, for: item.item))
+        try await store(item, chunkLocations: chunkLocations(of: version.manifest, for: item.item))
     }
 
     /// Removes the local copy at `path` if it is still `expecting` (and, for a racy identity, the synced content),

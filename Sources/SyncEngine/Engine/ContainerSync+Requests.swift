@@ -19,7 +19,7 @@ extension ContainerSync {
             }
             if item.observation.local == nil, item.observation.synced?.identity == nil {
                 item.observation.requests.insert(.download)
-                try store(item)
+                try await store(item)
             }
             try await drive(id) { operation in
                 if case .uploadContent = operation {
@@ -93,7 +93,7 @@ extension ContainerSync {
             } catch let error as ProtocolError where error.code != .internalError {
                 if case .download = operation, var refused = try state.record(id) {
                     refused.downloadError = ItemError(error)
-                    try commit([RecordWrite(refused, inStep: false)])
+                    try await commit([RecordWrite(refused, inStep: false)])
                 }
                 throw error
             }

@@ -146,7 +146,7 @@ extension ContainerSync {
                 } else {
                     refused.uploadError = ItemError(error)
                 }
-                try commit([RecordWrite(refused, inStep: false)])
+                try await commit([RecordWrite(refused, inStep: false)])
             }
             return .refused
         }

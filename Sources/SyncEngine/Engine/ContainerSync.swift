@@ -106,6 +106,8 @@ public actor ContainerSync {
     var engineRunning = false
     /// The items an operation holds the lane of, and who waits for each (see ``inLane(_:_:)``).
     var lanes = ItemLanes()
+    /// Operations' record writes waiting to be committed together (see ``commit(_:)-async``).
+    var grouped = GroupedWrites()
 
     /// Opens the container (creating its folders and state database when missing) and takes its engine lock, held
     /// until ``releaseLock()``: one engine per container on the machine.

@@ -305,49 +305,102 @@ extension LocalStateStore {
     /// - Returns: The writes that applied, with the record each replaced.
     @discardableResult
     public func write(_ writes: [RecordWrite]) throws -> [(write: RecordWrite, before: StoredItem?)] {
+        try write(groups: [writes])[0].get()
+    }
+
+    /// The writes of a group that applied, each with the record it replaced.
+    typealias AppliedWrites = [(write: RecordWrite, before: StoredItem?)]
+
+    /// Applies groups of writes in one transaction, in order, each group as ``write(_:)`` would apply it alone: each
+    /// write only when its condition holds (over what the groups before it wrote), and a group that fails leaves
+    /// nothing of itself and fails alone.
+    /// - Returns: For each group, the writes that applied with the record each replaced, or why it failed.
+    /// - Throws: When the transaction itself fails (then no group applied).
+    func write(groups: [[RecordWrite]]) throws -> [Result<AppliedWrites, any Error>] {
         try cache.write {
-            let applied = try writeRecords(writes)
-            return (applied, applied.map { ($0.write.id, $0.write.record) })
+            let outcomes = try writeRecords(groups)
+            var stored: [(ItemID, StoredItem?)] = []
+            for case .success(let applied) in outcomes {
+                stored += applied.map { ($0.write.id, $0.write.record) }
+            }
+            return (outcomes, stored)
         }
     }
 
-    private func writeRecords(_ writes: [RecordWrite]) throws -> [(write: RecordWrite, before: StoredItem?)] {
+    private func writeRecords(
+        _ groups: [[RecordWrite]]
+    ) throws -> [Result<AppliedWrites, any Error>] {
         try pool.write { db in
-            var applied: [(RecordWrite, StoredItem?)] = []
-            for write in writes {
-                let before =
-                    try cache.recordWhileWriting(write.id)
-                    ?? decode(
-                        Row.fetchAll(
-                            db, sql: "SELECT \(Self.columns) FROM item_record WHERE id = ?",
-                            arguments: [write.id.string]),
-                        readAt: nil, whileWriting: true
-                    ).first
-                switch write.condition {
-                case .always: break
-                case .unchanged(let expected): guard before == expected else { continue }
-                case .pathUnclaimed:
-                    guard let path = write.record?.path else { break }
-                    let claimed = try decode(
-                        Row.fetchAll(
-                            db, sql: "SELECT \(Self.columns) FROM item_record WHERE path = ? AND id != ?",
-                            arguments: [path.string, write.id.string]),
-                        readAt: nil, whileWriting: true
-                    ).contains { $0.observation.local?.path == path }
-                    guard !claimed else { continue }
-                }
-                if write.record == nil {
-                    for table in ["item_record WHERE id", "version WHERE item_id", "local_chunk WHERE item_id"] {
-                        try db.execute(sql: "DELETE FROM \(table) = ?", arguments: [write.id.string])
+            // What this transaction wrote so far, by item: the cache holds what was committed before it.
+            var written: [ItemID: StoredItem?] = [:]
+            var outcomes: [Result<AppliedWrites, any Error>] = []
+            for writes in groups {
+                var applied: [(RecordWrite, StoredItem?)] = []
+                var wrote: [ItemID: StoredItem?] = [:]
+                func apply() throws {
+                    for write in writes {
+                        let before: StoredItem?
+                        if let known = wrote[write.id] ?? written[write.id] {
+                            before = known
+                        } else {
+                            before =
+                                try cache.recordWhileWriting(write.id)
+                                ?? decode(
+                                    Row.fetchAll(
+                                        db, sql: "SELECT \(Self.columns) FROM item_record WHERE id = ?",
+                                        arguments: [write.id.string]),
+                                    readAt: nil, whileWriting: true
+                                ).first
+                        }
+                        switch write.condition {
+                        case .always: break
+                        case .unchanged(let expected): guard before == expected else { continue }
+                        case .pathUnclaimed:
+                            guard let path = write.record?.path else { break }
+                            let claimed = try decode(
+                                Row.fetchAll(
+                                    db, sql: "SELECT \(Self.columns) FROM item_record WHERE path = ? AND id != ?",
+                                    arguments: [path.string, write.id.string]),
+                                readAt: nil, whileWriting: true
+                            ).contains { found in
+                                // A record this transaction wrote, as it wrote it (the cache holds it as before).
+                                let record = (wrote[found.id] ?? written[found.id]) ?? found
+                                return record?.observation.local?.path == path
+                            }
+                            guard !claimed else { continue }
+                        }
+                        if write.record == nil {
+                            for table in ["item_record WHERE id", "version WHERE item_id", "local_chunk WHERE item_id"]
+                            {
+                                try db.execute(sql: "DELETE FROM \(table) = ?", arguments: [write.id.string])
+                            }
+                            try db.execute(
+                                sql: "DELETE FROM value WHERE key = ?",
+                                arguments: [Self.currentVersionKey(of: write.id)])
+                        } else {
+                            try Self.insert(write, in: db)
+                        }
+                        wrote[write.id] = .some(write.record)
+                        applied.append((write, before))
                     }
-                    try db.execute(
-                        sql: "DELETE FROM value WHERE key = ?", arguments: [Self.currentVersionKey(of: write.id)])
-                } else {
-                    try Self.insert(write, in: db)
                 }
-                applied.append((write, before))
+                if groups.count == 1 {
+                    try apply()  // alone, its failure is the transaction's
+                    outcomes.append(.success(applied))
+                    continue
+                }
+                do {
+                    try db.inSavepoint {
+                        try apply()
+                        return .commit
+                    }
+                    written.merge(wrote) { _, new in new }
+                    outcomes.append(.success(applied))
+                } catch {
+                    outcomes.append(.failure(error))
+                }
             }
-            return applied
+            return outcomes
         }
     }
 

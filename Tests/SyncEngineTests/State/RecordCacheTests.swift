@@ -149,4 +149,53 @@ struct RecordCacheTests {
         #expect(cache.record(id) == nil)
         #expect(cache.readGeneration != nil)
     }
+
+    @Test("groups of writes in one transaction each apply as if alone, after the groups before them")
+    func groupsOfWritesInOneTransaction() throws {
+        let url = try Self.temporaryDatabase()
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        let store = try LocalStateStore(url: url)
+        func local(_ path: String, inode: UInt64) throws -> LocalView {
+            LocalView(
+                path: try ItemPath(path), kind: .file,
+                identity: LocalFileIdentity(device: 1, inode: inode, size: 1, modified: 1, changed: 1))
+        }
+        let (moved, other, new) = (ItemID(), ItemID(), ItemID())
+        let before = StoredItem(ItemObservation(id: moved, local: try local("Documents/a.txt", inode: 1)))
+        let untouched = Self.record(other, size: 0, path: "Documents/b.txt")
+        try store.write([RecordWrite(before, inStep: false), RecordWrite(untouched, inStep: false)])
+        #expect(try store.record(moved) == before)  // cached, as the transaction below begins
+
+        let after = StoredItem(ItemObservation(id: moved, local: try local("Documents/c.txt", inode: 1)))
+        let outcomes = try store.write(groups: [
+            // The item's local copy moves from a.txt to c.txt.
+            [RecordWrite(after, inStep: false)],
+            // Written over what it was before the move: the first group changed it, so this one does not apply.
+            [RecordWrite(Self.record(moved, size: 9), inStep: false, if: .unchanged(before))],
+            // A new file at a.txt, which the first group's write no longer claims.
+            [
+                RecordWrite(
+                    StoredItem(ItemObservation(id: new, local: try local("Documents/a.txt", inode: 2))), inStep: false,
+                    if: .pathUnclaimed)
+            ],
+            // At c.txt, which the first group's write claims now: not applied.
+            [
+                RecordWrite(
+                    StoredItem(ItemObservation(id: ItemID(), local: try local("Documents/c.txt", inode: 3))),
+                    inStep: false, if: .pathUnclaimed)
+            ],
+            [RecordWrite(removing: other, if: .unchanged(untouched))],
+        ])
+        let applied = try outcomes.map { try $0.get().map(\.write.id) }
+        #expect(applied == [[moved], [], [new], [], [other]])
+        #expect(try outcomes[0].get().first?.before == before)
+        #expect(try store.record(moved) == after)
+        #expect(try store.record(new)?.observation.local?.path.string == "Documents/a.txt")
+        #expect(try store.record(other) == nil)
+        // What a store opened afresh reads from the file agrees with what the cache answered.
+        let reopened = try LocalStateStore(url: url)
+        #expect(try reopened.record(moved) == after)
+        #expect(try reopened.record(new) != nil)
+        #expect(try reopened.records(atOrBelow: ["Documents"]).count == 2)
+    }
 }
