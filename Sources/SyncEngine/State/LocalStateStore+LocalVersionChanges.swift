@@ -218,7 +218,7 @@ extension LocalStateStore {
         try pool.read { db in
             var state = LocalVersionState(item: item, others: versions, replaced: [])
             for text in try String.fetchAll(
-                db, sql: "SELECT operation FROM outbox WHERE item_id = ? ORDER BY sequence",
+                db.cachedStatement(sql: "SELECT operation FROM outbox WHERE item_id = ? ORDER BY sequence"),
                 arguments: [item.id.string])
             {
                 guard let operation = try? JSONDecoder().decode(VersionOperation.self, from: Data(text.utf8)) else {

@@ -270,7 +270,10 @@ extension LocalStateStore {
         guard !queries.isEmpty else { return [] }
         let generation = cache.readGeneration
         let rows = try pool.read { db in
-            try queries.flatMap { sql, arguments in try Row.fetchAll(db, sql: sql, arguments: arguments) }
+            // A handful of fixed statements, each prepared once per connection.
+            try queries.flatMap { sql, arguments in
+                try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
+            }
         }
         return try decode(rows, readAt: generation)
     }
@@ -347,7 +350,7 @@ extension LocalStateStore {
                                 try cache.recordWhileWriting(write.id)
                                 ?? decode(
                                     Row.fetchAll(
-                                        db, sql: "SELECT \(Self.columns) FROM item_record WHERE id = ?",
+                                        db.cachedStatement(sql: "SELECT \(Self.columns) FROM item_record WHERE id = ?"),
                                         arguments: [write.id.string]),
                                     readAt: nil, whileWriting: true
                                 ).first
@@ -359,7 +362,8 @@ extension LocalStateStore {
                             guard let path = write.record?.path else { break }
                             let claimed = try decode(
                                 Row.fetchAll(
-                                    db, sql: "SELECT \(Self.columns) FROM item_record WHERE path = ? AND id != ?",
+                                    db.cachedStatement(
+                                        sql: "SELECT \(Self.columns) FROM item_record WHERE path = ? AND id != ?"),
                                     arguments: [path.string, write.id.string]),
                                 readAt: nil, whileWriting: true
                             ).contains { found in
@@ -372,7 +376,9 @@ extension LocalStateStore {
                         if write.record == nil {
                             for table in ["item_record WHERE id", "version WHERE item_id", "local_chunk WHERE item_id"]
                             {
-                                try db.execute(sql: "DELETE FROM \(table) = ?", arguments: [write.id.string])
+                                try db.cachedStatement(sql: "DELETE FROM \(table) = ?").execute(arguments: [
+                                    write.id.string
+                                ])
                             }
                             try db.execute(
                                 sql: "DELETE FROM value WHERE key = ?",

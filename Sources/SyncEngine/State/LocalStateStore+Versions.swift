@@ -6,9 +6,11 @@ extension LocalStateStore {
     /// The versions of an item other than its current one, as last heard from the service (conflict and history).
     public func otherVersions(of id: ItemID) throws -> [VersionRecord] {
         try pool.read { db in
-            try String.fetchAll(db, sql: "SELECT record FROM version WHERE item_id = ?", arguments: [id.string])
-                .map { try WireJSONDecoder().decode(VersionRecord.self, from: $0) }
-                .sorted { $0.modificationDate > $1.modificationDate }
+            try String.fetchAll(
+                db.cachedStatement(sql: "SELECT record FROM version WHERE item_id = ?"), arguments: [id.string]
+            )
+            .map { try WireJSONDecoder().decode(VersionRecord.self, from: $0) }
+            .sorted { $0.modificationDate > $1.modificationDate }
         }
     }
 
@@ -26,9 +28,8 @@ extension LocalStateStore {
     }
 
     static func setCurrentVersionRecord(_ record: VersionRecord, of id: ItemID, in db: Database) throws {
-        try db.execute(
-            sql: "INSERT OR REPLACE INTO value (key, value) VALUES (?, ?)",
-            arguments: [currentVersionKey(of: id), try encode(record)])
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO value (key, value) VALUES (?, ?)")
+            .execute(arguments: [currentVersionKey(of: id), try encode(record)])
     }
 
     static func currentVersionKey(of id: ItemID) -> String { "versions.current.\(id.string)" }
@@ -67,7 +68,7 @@ extension LocalStateStore {
     static func setChunkLocations(
         _ locations: [(ChunkHash, LocalChunkLocation)], of id: ItemID, in db: Database
     ) throws {
-        try db.execute(sql: "DELETE FROM local_chunk WHERE item_id = ?", arguments: [id.string])
+        try db.cachedStatement(sql: "DELETE FROM local_chunk WHERE item_id = ?").execute(arguments: [id.string])
         let statement = try db.cachedStatement(
             sql: "INSERT INTO local_chunk (hash, item_id, file, offset, size) VALUES (?, ?, ?, ?, ?)")
         for (hash, location) in locations {

@@ -101,7 +101,9 @@ public struct LocalStateStore: Sendable {
 
     /// A stored value, such as the feed token.
     public func value(forKey key: String) throws -> String? {
-        try pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM value WHERE key = ?", arguments: [key]) }
+        try pool.read { db in
+            try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM value WHERE key = ?"), arguments: [key])
+        }
     }
 
     /// Stores a value (`nil` removes it).
