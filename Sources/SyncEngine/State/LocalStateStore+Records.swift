@@ -384,7 +384,7 @@ extension LocalStateStore {
                                 sql: "DELETE FROM value WHERE key = ?",
                                 arguments: [Self.currentVersionKey(of: write.id)])
                         } else {
-                            try Self.insert(write, in: db)
+                            try Self.insert(write, over: before, in: db)
                         }
                         wrote[write.id] = .some(write.record)
                         applied.append((write, before))
@@ -410,11 +410,35 @@ extension LocalStateStore {
         }
     }
 
+    /// The column the service's path of an item is kept in for looking up who holds it.
+    private static func remoteKey(of record: StoredItem) -> String? {
+        record.observation.remote.flatMap { $0.isDeleted ? nil : $0.path.collisionKey }
+    }
+
     /// Writes `write`'s record; `withFileInode` false only in a migration from before there was that column.
-    private static func insert(_ write: RecordWrite, in db: Database, withFileInode: Bool = true) throws {
+    ///
+    /// Over a record `before` with the same indexed columns (path, remote key, file), only the row's own columns are
+    /// rewritten: a replacement deletes and inserts the row, which rewrites an entry in every index too.
+    private static func insert(
+        _ write: RecordWrite, over before: StoredItem? = nil, in db: Database, withFileInode: Bool = true
+    ) throws {
         guard let record = write.record else { return }
-        let remote = record.observation.remote
-        let key = remote.flatMap { $0.isDeleted ? nil : $0.path.collisionKey }
+        if withFileInode, let before, before.id == record.id, before.path == record.path,
+            remoteKey(of: before) == remoteKey(of: record),
+            fileInode(of: before.observation) == fileInode(of: record.observation)
+        {
+            try db.cachedStatement(
+                sql: "UPDATE item_record SET in_step = ?, record = ?, observation = ? WHERE id = ?"
+            ).execute(arguments: [
+                write.inStep ? 1 : 0, record.item.stateBytes, record.observation.stateBytes, record.id.string,
+            ])
+            if db.changesCount == 1 {
+                if let locations = write.chunkLocations { try setChunkLocations(locations, of: record.id, in: db) }
+                if let version = write.currentVersion { try setCurrentVersionRecord(version, of: record.id, in: db) }
+                return
+            }
+        }
+        let key = remoteKey(of: record)
         var arguments: StatementArguments = [
             record.id.string, record.path.string, key, write.inStep ? 1 : 0, record.item.stateBytes,
             record.observation.stateBytes,
