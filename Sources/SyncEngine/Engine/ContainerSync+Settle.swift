@@ -113,7 +113,8 @@ extension ContainerSync {
     }
 
     /// Runs one planned operation in its item's lane, if it is still what the planner would do once the lane is
-    /// held.
+    /// held. A new item's record, once created, is followed in the same lane by its content's upload when that is
+    /// what the planner decides next (rather than in the round's next pass, planned again with the page).
     func run(_ operation: SyncOperation) async throws -> OperationResult {
         let id = operation.itemID
         return try await inLane(id) {
@@ -121,7 +122,15 @@ extension ContainerSync {
             let decided = SyncPlanner.decide(
                 item.observation, context: try context(for: item.observation), configuration: planner.configuration)
             guard decided == operation else { return .stale }
-            return try await perform(operation, on: item)
+            let result = try await perform(operation, on: item)
+            guard case .createRemote = operation, case .done = result, let created = try state.record(id) else {
+                return result
+            }
+            let next = SyncPlanner.decide(
+                created.observation, context: try context(for: created.observation),
+                configuration: planner.configuration)
+            guard let next, case .uploadContent = next else { return result }
+            return try await perform(next, on: created)
         }
     }
 
