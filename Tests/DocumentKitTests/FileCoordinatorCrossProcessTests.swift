@@ -82,6 +82,34 @@ struct FileCoordinatorCrossProcessTests {
         #expect((attributes[.posixPermissions] as? Int).map { $0 & 0o777 } == 0o700)
     }
 
+    @Test("a lock directory any user can write to, or a link in its place, is refused and left as it is")
+    func lockDirectoryNotOwnOnly() throws {
+        let sandbox = try CoordinationSandbox()
+        let file = try sandbox.file("x.txt")
+        let shared = sandbox.root.appendingPathComponent("shared-locks").path
+        try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
+        #expect(chmod(shared, 0o777) == 0)
+        let sharedConfiguration = FileCoordinator.Configuration(lockDirectory: shared)
+        let sharedError = #expect(throws: FileCoordinationError.self) {
+            try FileCoordinator(filePresenter: nil, configuration: sharedConfiguration).coordinate(writingItemAt: file)
+            { _ in }
+        }
+        #expect(sharedError?.code == .io)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: shared).isEmpty)
+
+        let target = try sandbox.directory("elsewhere")
+        let link = sandbox.root.appendingPathComponent("linked-locks").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target.path)
+        let linkConfiguration = FileCoordinator.Configuration(lockDirectory: link)
+        let linkError = #expect(throws: FileCoordinationError.self) {
+            try FileCoordinator(filePresenter: nil, configuration: linkConfiguration).coordinate(readingItemAt: file) {
+                _ in
+            }
+        }
+        #expect(linkError?.code == .io)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: target.path).isEmpty)
+    }
+
     @Test("the default lock directory is under XDG_RUNTIME_DIR, else in /dev/shm, else the temporary directory")
     func defaultLockDirectory() {
         let directory = FileCoordinator.Configuration().lockDirectory

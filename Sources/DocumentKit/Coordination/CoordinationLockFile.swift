@@ -38,18 +38,40 @@ enum CoordinationLockFile {
 
     private static func create(directory: String) throws(FileCoordinationError) {
         var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue {
-            return
+        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory,
+                    withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700]
+                )
+            } catch {
+                if !FileManager.default.fileExists(atPath: directory) {
+                    throw FileCoordinationError(.io, "Cannot create the lock directory \(directory): \(error)")
+                }
+            }
         }
-        do {
-            try FileManager.default.createDirectory(
-                atPath: directory,
-                withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700]
+        try checkOwnership(of: directory)
+    }
+
+    /// Checks that `directory` is a directory of this user's own that no other user can write to: the default one is
+    /// in a folder every user shares (`/dev/shm`, `/tmp`), where another user could make it first and then hold or
+    /// delete the locks.
+    private static func checkOwnership(of directory: String) throws(FileCoordinationError) {
+        var status = stat()
+        guard lstat(directory, &status) == 0 else {
+            throw FileCoordinationError(.io, "Cannot read the lock directory \(directory): \(errnoText())")
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw FileCoordinationError(.io, "The lock directory \(directory) is not a directory (a link, say)")
+        }
+        guard status.st_uid == geteuid() else {
+            throw FileCoordinationError(
+                .io, "The lock directory \(directory) belongs to user \(status.st_uid), not to this user (\(geteuid()))"
             )
-        } catch {
-            if FileManager.default.fileExists(atPath: directory) { return }
-            throw FileCoordinationError(.io, "Cannot create the lock directory \(directory): \(error)")
+        }
+        guard status.st_mode & S_IWOTH == 0 else {
+            throw FileCoordinationError(.io, "The lock directory \(directory) can be written by any user")
         }
     }
 
