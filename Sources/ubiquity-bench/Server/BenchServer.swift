@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOHTTP1
+import ServiceLifecycle
 import UbiquityProtocol
 import UbiquityServer
 
@@ -17,6 +18,7 @@ struct BenchServer {
     let token: String
     let device: SavingDevice
     let container = try! ContainerID("TEAM.com.example.bench")
+    private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
     /// Starts a service whose data lives in `directory` (its metadata in the PostgreSQL database `database` and its
@@ -36,8 +38,11 @@ struct BenchServer {
         let application = try service.makeApplication { channel in
             portContinuation.yield(channel.localAddress?.port ?? 0)
         }
-        // The service runs until the benchmark stops it by cancelling this task.
-        let task = Task { try await application.run() }
+        // The service runs as `ubiquity server` runs it, in a service group the benchmark shuts down gracefully (a
+        // cancelled server logs the cancellation as an error).
+        let group = ServiceGroup(
+            configuration: .init(services: [application], gracefulShutdownSignals: [], logger: logger))
+        let task = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw BenchError("the service did not start") }
         let client = HTTPClient(
@@ -56,13 +61,14 @@ struct BenchServer {
                 client, .POST, base + "/v1/login",
                 json: LoginRequest(name: "bench", password: "benchmark!", deviceName: "bench")))
         return BenchServer(
-            service: service, port: port, client: client, token: login.token, device: login.info.device, task: task)
+            service: service, port: port, client: client, token: login.token, device: login.info.device, group: group,
+            task: task)
     }
 
     /// Stops the client and the service.
     func stop() async throws {
         try await client.shutdown()
-        task.cancel()
+        await group.triggerGracefulShutdown()
         _ = await task.result
     }
 
