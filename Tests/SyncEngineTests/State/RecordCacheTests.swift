@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Synchronization
 import Testing
 import UbiquityProtocol
@@ -197,5 +198,44 @@ struct RecordCacheTests {
         #expect(try reopened.record(moved) == after)
         #expect(try reopened.record(new) != nil)
         #expect(try reopened.records(atOrBelow: ["Documents"]).count == 2)
+    }
+
+    @Test("a group of writes that fails in a shared transaction fails alone: the groups around it are written")
+    func failingGroupFailsAlone() throws {
+        let url = try Self.temporaryDatabase()
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        let store = try LocalStateStore(url: url)
+        // The database refuses any record at one path, as a full disk or a corrupt page would refuse a write.
+        try DatabaseQueue(path: url.path).write { db in
+            try db.execute(
+                sql: """
+                    CREATE TRIGGER refuse BEFORE INSERT ON item_record WHEN NEW.path = 'Documents/refused.txt'
+                    BEGIN SELECT RAISE(ABORT, 'refused'); END
+                    """)
+        }
+        let (first, refusedFirst, refused, last) = (ItemID(), ItemID(), ItemID(), ItemID())
+        let outcomes = try store.write(groups: [
+            [RecordWrite(Self.record(first, size: 1, path: "Documents/first.txt"), inStep: false)],
+            [
+                // Applied before its group's refused write, and taken back with it.
+                RecordWrite(Self.record(refusedFirst, size: 2, path: "Documents/with-refused.txt"), inStep: false),
+                RecordWrite(Self.record(refused, size: 2, path: "Documents/refused.txt"), inStep: false),
+            ],
+            [RecordWrite(Self.record(last, size: 3, path: "Documents/last.txt"), inStep: false)],
+        ])
+        #expect(outcomes.count == 3)
+        #expect(try outcomes[0].get().map(\.write.id) == [first])
+        #expect(throws: (any Error).self) { try outcomes[1].get() }
+        #expect(try outcomes[2].get().map(\.write.id) == [last])
+        #expect(try store.record(first) != nil)
+        #expect(try store.record(refusedFirst) == nil)
+        #expect(try store.record(refused) == nil)
+        #expect(try store.record(last) != nil)
+        let reopened = try LocalStateStore(url: url)
+        #expect(try Set(reopened.records(atOrBelow: ["Documents"]).map(\.id)) == [first, last])
+        // Alone, a refused group is the transaction's failure, as a single write always was.
+        #expect(throws: (any Error).self) {
+            try store.write([RecordWrite(Self.record(ItemID(), size: 4, path: "Documents/refused.txt"), inStep: false)])
+        }
     }
 }
