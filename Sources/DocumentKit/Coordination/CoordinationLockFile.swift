@@ -261,6 +261,8 @@ enum CoordinationLockFile {
     static let sweepInterval = 4096
     /// Directories being swept now (one sweep of a directory at a time per process).
     private static let sweeping = Mutex<Set<String>>([])
+    /// Held by every sweep while it runs (see ``sweep(directory:sparingReusable:)``).
+    private static let oneSweepAtATime = NSLock()
 
     /// Sweeps `directory` on a thread of its own, unless a sweep of it is under way.
     private static func sweepInBackground(_ directory: String) {
@@ -279,8 +281,14 @@ enum CoordinationLockFile {
     /// loses its lock, and an acquisition that opened the file before it was deleted finds, once granted, that the
     /// path names another file or none, and opens the path again. Files this process keeps open for reuse are spared
     /// when `sparingReusable` (a reused descriptor whose file was deleted is noticed and replaced, but costs an open).
+    ///
+    /// One sweep runs at a time in a process: a sweep that skipped a file because another sweep held it at that
+    /// moment would otherwise return before that file is gone, and a caller listing the directory after it would
+    /// find the file still there.
     @discardableResult
     static func sweep(directory: String, sparingReusable: Bool = true) -> Int {
+        oneSweepAtATime.lock()
+        defer { oneSweepAtATime.unlock() }
         guard let stream = opendir(directory) else { return 0 }
         defer { closedir(stream) }
         let spared = sparingReusable ? descriptors.withLock { Set($0.free.keys) } : []
