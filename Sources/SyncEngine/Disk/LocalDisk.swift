@@ -67,6 +67,14 @@ public protocol DiskFile: AnyObject {
     func truncate(to size: Int64) throws
     /// Makes what was written durable (`fsync`).
     func synchronize() throws
+    /// Starts writing what was written to disk, without waiting for it: a later ``synchronize()`` finds less to do.
+    /// A hint; nothing is promised until ``synchronize()`` returns.
+    func startWriting()
+}
+
+extension DiskFile {
+    /// Does nothing: a disk whose files have no cheaper way to start writing waits for ``synchronize()``.
+    public func startWriting() {}
 }
 
 extension LocalDisk {

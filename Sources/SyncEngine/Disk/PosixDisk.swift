@@ -95,4 +95,6 @@ final class PosixFile: DiskFile {
     func synchronize() throws {
         guard fsync(descriptor) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
+
+    func startWriting() { FileWriteback.start(descriptor) }
 }

@@ -169,18 +169,28 @@ extension ContainerSync {
     /// - Returns: The SHA-256 of the whole file.
     private func assemble(
         _ chunks: [ChunkReference], into url: URL, for item: LocalItem, checkingEachChunk: Bool,
-        trusting trusted: Int64 = 0
+        trusting trusted: DraftProgress = DraftProgress()
     ) async throws -> ChunkHash {
         let opened = UncheckedFile(try disk.openFile(at: url))
         let file = opened.file
         var whole = SHA256()
         var offset: Int64 = 0
         var index = 0
-        // What a previous attempt wrote, as far as its chunks check out (it wrote them as they came, so there may be
-        // gaps); the first `trusted` bytes, which a fetch of the version's draft wrote in order, as they are, checked
-        // with the rest by the whole content's hash (a mismatch cuts the file at its first wrong chunk).
+        // The bytes a fetch of the version's draft wrote in order from the start are taken as they are, checked with
+        // the rest by the whole content's hash (a mismatch cuts the file at its first wrong chunk). When they end
+        // where a chunk ends, their hash so far is the fetch's: they are not read again.
+        if !checkingEachChunk, trusted.bytes > 0, file.read(at: trusted.bytes - 1, count: 1) != nil,
+            let end = Self.chunkCount(of: chunks, endingAt: trusted.bytes)
+        {
+            whole = trusted.hasher
+            offset = trusted.bytes
+            index = end
+            advanceTransfer(of: item, by: offset)
+        }
+        // Then what a previous attempt wrote, as far as its chunks check out (it wrote them as they came, so there
+        // may be gaps).
         while index < chunks.count, let bytes = file.read(at: offset, count: Int(chunks[index].size)),
-            (!checkingEachChunk && offset + chunks[index].size <= trusted)
+            (!checkingEachChunk && offset + chunks[index].size <= trusted.bytes)
                 || (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunks[index].hash
         {
             whole.update(data: bytes)
@@ -207,6 +217,7 @@ extension ContainerSync {
             var hashed = index  // the next chunk to hash
             var ahead: Int64 = 0  // the bytes of the chunks started and not yet hashed
             var arrived: [Int: Data] = [:]  // written, waiting for the chunks before them to be hashed
+            var unstarted: Int64 = 0  // bytes written since their writing to disk was last started
             while hashed < chunks.count {
                 // Bounded: the chunks asked for, or written and waiting for an earlier one to be hashed, hold at most
                 // about `downloadWindowBytes` (always at least one chunk) and `downloadWindowChunks`.
@@ -229,6 +240,12 @@ extension ContainerSync {
                 guard let (number, bytes) = try await group.next() else { break }
                 try opened.file.write(bytes, at: offsets[number])
                 arrived[number] = bytes
+                unstarted += Int64(bytes.count)
+                if unstarted >= Self.downloadWindowBytes {
+                    // Written to disk as it comes, so the flush at the end finds little left to do.
+                    opened.file.startWriting()
+                    unstarted = 0
+                }
                 while let bytes = arrived.removeValue(forKey: hashed) {
                     whole.update(data: bytes)
                     advanceTransfer(of: item, by: Int64(bytes.count))
@@ -240,6 +257,17 @@ extension ContainerSync {
         }
         try await onDisk { try opened.file.synchronize() }
         return try ChunkHash(digest: hasher.finalize())
+    }
+
+    /// How many of `chunks`, from the first, end exactly `bytes` from the start; `nil` when none do.
+    static func chunkCount(of chunks: [ChunkReference], endingAt bytes: Int64) -> Int? {
+        var end: Int64 = 0
+        for (index, chunk) in chunks.enumerated() {
+            end += chunk.size
+            if end == bytes { return index + 1 }
+            if end > bytes { return nil }
+        }
+        return nil
     }
 
     /// The most chunks, and about the most bytes, one download request asks for.

@@ -1,11 +1,22 @@
+import Crypto
 import Foundation
 import UbiquityProtocol
 
 /// How far a draft's chunks were fetched into their partial file: the chunks and the bytes written in order from
-/// its start.
-struct DraftProgress: Sendable {
+/// its start, and the SHA-256 of those bytes so far (a download that takes them as they are need not read them again).
+struct DraftProgress: @unchecked Sendable {
     var chunks = 0
     var bytes: Int64 = 0
+    /// The bytes written, hashed in order as they were written. A value (copied on write), though its type does not
+    /// say it is `Sendable`.
+    var hasher = SHA256()
+
+    /// Records `data`, written at the end of what was written so far.
+    mutating func wrote(_ data: Data) {
+        hasher.update(data: data)
+        bytes += Int64(data.count)
+        chunks += 1
+    }
 }
 
 extension ContainerSync {
@@ -85,16 +96,16 @@ extension ContainerSync {
     }
 
     /// Stops the fetch of a draft into the partial file `name`, waits for it to end, and forgets it.
-    /// - Returns: How many bytes of the file it wrote in order from its start (0 when none ran): the prefix a
-    ///   download may take as it is, checked with the rest by the content's hash.
+    /// - Returns: What it wrote in order from the file's start (nothing when none ran): the prefix a download may
+    ///   take as it is, with its hash so far, checked with the rest by the content's hash.
     @discardableResult
-    func stopPrefetch(named name: String) async -> Int64 {
+    func stopPrefetch(named name: String) async -> DraftProgress {
         draftCounts[name] = nil
         if let running = prefetching.removeValue(forKey: name) {
             running.cancel()
-            return await running.value.bytes
+            return await running.value
         }
-        return prefetched.removeValue(forKey: name)?.bytes ?? 0
+        return prefetched.removeValue(forKey: name) ?? DraftProgress()
     }
 
     /// Stops every draft's fetch.
@@ -126,10 +137,11 @@ extension ContainerSync {
         "\(item.string).\(version.string).\(purpose)\(partialSuffix)"
     }
 
-    /// Fetches the draft's chunks into `url` in order from `progress` on, a page and a request at a time, until it
-    /// has all `wanted` says (asked again as each page ends), the draft ends, or the file's size as the draft tells
-    /// it passes `limit`; stops when cancelled, keeping what it wrote. Tells `progressed` the bytes written and the
-    /// file's size (as the draft tells it) after each request.
+    /// Fetches the draft's chunks into `url` in order from `progress` on, until it has all `wanted` says (asked
+    /// again as each page of the draft is used up), the draft ends, or the file's size as the draft tells it passes
+    /// `limit`; stops when cancelled, keeping what it wrote. Up to ``prefetchConcurrency`` requests are on their way
+    /// at once (the next is asked for while an answer streams in), their chunks written in order. Tells
+    /// `progressed` the bytes written and the file's size (as the draft tells it) after each request.
     /// - Returns: Why it ended.
     private static func prefetch(
         _ version: VersionID, of item: ItemID, into url: URL, from progress: inout DraftProgress,
@@ -139,35 +151,70 @@ extension ContainerSync {
         do {
             let file = try disk.openFile(at: url)
             try file.truncate(to: progress.bytes)
-            while progress.chunks < (await wanted()) {
-                try Task.checkCancellation()
-                guard let page = try await service.draft(of: version, of: item, from: progress.chunks, in: container),
-                    !page.chunks.isEmpty
-                else { return .draftEnded }
-                if let total = page.total, total > limit { return .tooLarge }
-                for start in stride(from: 0, to: page.chunks.count, by: prefetchGroup) {
-                    let group = Array(page.chunks[start..<min(page.chunks.count, start + prefetchGroup)])
-                    guard progress.bytes + group.reduce(0, { $0 + $1.size }) <= limit else { return .tooLarge }
-                    // Its own requests, not the downloads' shared ones: stopping it fails nothing else.
-                    let fetched = try await service.downloadChunks(group, in: container)
-                    try Task.checkCancellation()
-                    for chunk in group {
-                        guard let bytes = fetched[chunk.hash], Int64(bytes.count) == chunk.size else {
-                            return .draftEnded
+            return try await withThrowingTaskGroup(of: (Int, [ChunkReference], [ChunkHash: Data]).self) { requests in
+                defer { requests.cancelAll() }
+                var known = progress.chunks  // the chunks from the draft's start written, asked for or queued
+                var knownBytes = progress.bytes
+                var total: Int64?
+                var queued: [[ChunkReference]] = []  // a request's worth each, not asked for yet
+                var ended = false
+                var (started, written) = (0, 0)  // requests started, and written in order
+                var arrived: [Int: ([ChunkReference], [ChunkHash: Data])] = [:]
+                while true {
+                    while started - written < prefetchConcurrency {
+                        if queued.isEmpty {
+                            guard !ended, known < (await wanted()) else { break }
+                            try Task.checkCancellation()
+                            guard
+                                let page = try await service.draft(
+                                    of: version, of: item, from: known, in: container),
+                                !page.chunks.isEmpty
+                            else {
+                                ended = true
+                                break
+                            }
+                            if let size = page.total, size > limit { return .tooLarge }
+                            total = page.total ?? total
+                            for start in stride(from: 0, to: page.chunks.count, by: prefetchGroup) {
+                                let group = Array(page.chunks[start..<min(page.chunks.count, start + prefetchGroup)])
+                                knownBytes += group.reduce(0) { $0 + $1.size }
+                                guard knownBytes <= limit else { return .tooLarge }
+                                queued.append(group)
+                            }
+                            known += page.chunks.count
                         }
-                        try file.write(bytes, at: progress.bytes)
-                        progress.bytes += chunk.size
-                        progress.chunks += 1
+                        let (number, group) = (started, queued.removeFirst())
+                        started += 1
+                        // Its own requests, not the downloads' shared ones: stopping it fails nothing else.
+                        requests.addTask { (number, group, try await service.downloadChunks(group, in: container)) }
                     }
-                    progressed(progress.bytes, max(page.total ?? 0, progress.bytes))
+                    guard written < started, let (number, group, fetched) = try await requests.next() else { break }
+                    arrived[number] = (group, fetched)
+                    while let (group, fetched) = arrived.removeValue(forKey: written) {
+                        try Task.checkCancellation()
+                        for chunk in group {
+                            guard let bytes = fetched[chunk.hash], Int64(bytes.count) == chunk.size else {
+                                return .draftEnded
+                            }
+                            try file.write(bytes, at: progress.bytes)
+                            progress.wrote(bytes)
+                        }
+                        written += 1
+                        // Their writing to disk starts now, so the download's flush at the end finds little to do.
+                        file.startWriting()
+                        progressed(progress.bytes, max(total ?? 0, progress.bytes))
+                    }
                 }
+                return ended ? .draftEnded : .caughtUp
             }
         } catch {
             // A fetch stopped or failed keeps what it wrote in order; the rest comes with the download.
             return .draftEnded
         }
-        return .caughtUp
     }
+
+    /// How many requests a draft's fetch keeps on their way at once.
+    static let prefetchConcurrency = 2
 
     /// How many of a draft's chunks one request asks for.
     static let prefetchGroup = 64

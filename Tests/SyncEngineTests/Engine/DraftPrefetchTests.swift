@@ -38,7 +38,8 @@ struct DraftPrefetchTests {
         let item = ItemID()
         let path = try ItemPath("Documents/Film.mov")
         var random = SystemRandomNumberGenerator()
-        let pieces = (0..<24).map { _ in (0..<65_536).map { _ in UInt8.random(in: 0...255, using: &random) } }
+        // More chunks than one request asks for: the fetch keeps requests on their way at once and writes in order.
+        let pieces = (0..<136).map { _ in (0..<16_384).map { _ in UInt8.random(in: 0...255, using: &random) } }
         // The draft names the chunks in order, one twice, as content may.
         let order = pieces + [pieces[3]]
         let content = order.flatMap { $0 }

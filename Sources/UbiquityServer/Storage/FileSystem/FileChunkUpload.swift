@@ -113,7 +113,7 @@ final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
         if let file {
             // Starts writing the bytes to disk without waiting, so that a batch's flushes that follow find their
             // files' writes under way together.
-            _ = Self.startWriting?(file.descriptor, 0, 0, 2)  // SYNC_FILE_RANGE_WRITE
+            FileWriteback.start(file.descriptor)
             return .file(file.descriptor)
         }
         return .bytes(buffer ?? [])
@@ -141,16 +141,6 @@ final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
         file = nil
         return folder
     }
-
-    /// `sync_file_range(2)`, which Glibc's Swift module leaves out; `nil` where the C library has none.
-    private static let startWriting: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32)? = {
-        #if os(Linux)
-            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "sync_file_range") else { return nil }
-            return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
-        #else
-            return nil
-        #endif
-    }()
 
     /// Lets go of a sealed upload's bytes, stored elsewhere now or not to be stored (the caller closes a sealed
     /// file).
