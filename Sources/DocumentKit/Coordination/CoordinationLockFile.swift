@@ -34,7 +34,7 @@ enum CoordinationLockFile {
     private static let swept = Mutex<Set<String>>([])
 
     /// Lock directories already made in this process (they are never deleted).
-    private static let prepared = Mutex<Set<String>>([])
+    private static let prepared = SleepingLock<Set<String>>([])
 
     private static func create(directory: String) throws(FileCoordinationError) {
         var isDirectory: ObjCBool = false
@@ -252,7 +252,7 @@ enum CoordinationLockFile {
             pathOfDescriptor[fd] = path
         }
     }
-    private static let descriptors = Mutex(DescriptorPool())
+    private static let descriptors = SleepingLock(DescriptorPool())
 
     // MARK: Sweeping
 
