@@ -63,6 +63,23 @@ struct SyncPlannerTests {
         #expect(decide(item) == .deleteLocal(id, path: path, expecting: identity()))
     }
 
+    @Test(
+        "Deleted on the service, a folder another item now has on the service: the record lets go of the folder, which stays; alone at its path, the folder is removed"
+    )
+    func remoteDeletedFolderTakenByAnother() {
+        let folder = try! ItemPath("Documents (conflicted copy)/Notes")
+        let view = LocalView(path: folder, kind: .directory, identity: identity(inode: 8))
+        let deleted = ItemObservation(
+            id: ItemID(), remote: RemoteView(path: folder, kind: .directory, isDeleted: true), local: view,
+            synced: SyncedView(path: folder, kind: .directory, identity: identity(inode: 8)))
+        let successor = ItemObservation(
+            id: ItemID(), remote: RemoteView(path: folder, kind: .directory),
+            synced: SyncedView(path: folder, kind: .directory, identity: identity(inode: 8)))
+        let context = SyncPlanner.Context([deleted, successor])
+        #expect(SyncPlanner.decide(deleted, context: context, configuration: .init()) == .forget(deleted.id))
+        #expect(decide(deleted) == .deleteLocal(deleted.id, path: folder, expecting: identity(inode: 8)))
+    }
+
     @Test("Deleted on the service: an edited copy is uploaded (the edit brings the item back), never removed")
     func remoteDeleteKeepsEdit() {
         var item = inStep()

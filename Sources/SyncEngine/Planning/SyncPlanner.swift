@@ -122,6 +122,11 @@ public struct SyncPlanner: Sendable {
         // 2. Deleted on the service.
         if remote.isDeleted {
             guard let local else { return .forget(id) }
+            if local.kind == .directory, let owner = context.remoteOwners[local.path.collisionKey], owner != id {
+                // Another item has the path on the service now: the folder is that item's (it may hold that
+                // item's members, so it cannot go), and this record lets go of it.
+                return .forget(id)
+            }
             switch contentState(local, synced) {
             case .same: return .deleteLocal(id, path: local.path, expecting: local.identity)
             case .unknown: return .hashLocal(id, expecting: local.identity)
