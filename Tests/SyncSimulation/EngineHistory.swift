@@ -50,7 +50,7 @@ public final class EngineHistory: @unchecked Sendable {
 
         public var description: String {
             "engine history \(seed) failed:\n  " + problems.joined(separator: "\n  ")
-                + "\ntrace (last 400 lines):\n  " + trace.suffix(400).joined(separator: "\n  ")
+                + "\ntrace (last 2000 lines):\n  " + trace.suffix(2000).joined(separator: "\n  ")
         }
     }
 
@@ -111,7 +111,7 @@ public final class EngineHistory: @unchecked Sendable {
     let configuration: Configuration
     var random: SeededGenerator
     let clock = SimulatedClock()
-    let world = ServiceWorld()
+    let world: ServiceWorld
     let container = ServiceWorld.defaultContainer
     var devices: [Device] = []
     var dead: [Engine] = []
@@ -144,6 +144,9 @@ public final class EngineHistory: @unchecked Sendable {
     /// How many items out of step each engine plans at once: one to three for most seeds, so that a history's few
     /// items span pages; the engine's default for every fourth.
     var planningPage: Int { seed % 4 == 3 ? ContainerSync.defaultPlanningPage : Int(seed / 4 % 3) + 1 }
+    /// How many changes a page of the service's feed holds: one or two for one seed in three, so that a round reads
+    /// the feed over several pages and settles what each brought before the next; the service's default for the rest.
+    static func feedPage(seed: UInt64) -> Int { seed % 3 == 2 ? Int(seed / 3 % 2) + 1 : 1_000 }
     /// From what size a first version goes up while it is cut: every file's for two seeds in five, so that the
     /// pipelined upload meets the histories' edits, moves and crashes; the engine's default (none here) for the rest.
     var pipelinedUploadBytes: Int64 { seed % 5 < 2 ? 0 : 16 << 20 }
@@ -156,6 +159,7 @@ public final class EngineHistory: @unchecked Sendable {
     public init(seed: UInt64, configuration: Configuration = Configuration()) throws {
         self.seed = seed
         self.configuration = configuration
+        world = ServiceWorld(limits: .init(changesPerPage: Self.feedPage(seed: seed)))
         random = SeededGenerator(seed: seed)
         root = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ubiquity-sim-\(getpid())-\(seed)-\(UUID().uuidString.prefix(8))")
@@ -406,6 +410,7 @@ public final class EngineHistory: @unchecked Sendable {
     /// Runs rounds on every device until a whole pass changes nothing. Returns what kept it from settling.
     func settle() throws -> [String] {
         var previous = ""
+        var changed: [String] = []
         for _ in 0..<40 {
             for device in devices {
                 startRound(device, scope: .everything)
@@ -422,9 +427,22 @@ public final class EngineHistory: @unchecked Sendable {
             clock.advance(by: 3_000_000_000)
             let now = try fingerprint()
             if now == previous, !devices.contains(where: \.engine.lastRoundFailed) { return [] }
+            if previous.isEmpty || now == previous {
+                previous = now
+                continue
+            }
+            changed = Self.linesChanged(from: previous, to: now)
             previous = now
         }
-        return ["the devices did not settle in 40 passes of rounds"]
+        return ["the devices did not settle in 40 passes of rounds; the last pass changed:"] + changed
+    }
+
+    /// The lines of `new` not in `old` and of `old` not in `new` (at most five of each, each cut to 2,000 characters).
+    static func linesChanged(from old: String, to new: String) -> [String] {
+        let (before, after) = (old.split(separator: "\n"), new.split(separator: "\n"))
+        let gone = before.filter { !after.contains($0) }.prefix(5).map { "  - " + $0.prefix(2_000) }
+        let came = after.filter { !before.contains($0) }.prefix(5).map { "  + " + $0.prefix(2_000) }
+        return gone + came
     }
 
     /// Everything a pass of rounds may change: the service, every disk, every state database.
@@ -432,8 +450,11 @@ public final class EngineHistory: @unchecked Sendable {
         var parts = [world.summary]
         for device in devices {
             let files = device.volume.files(below: device.layout.folder.path)
-            parts.append(files.keys.sorted().map { "\($0)=\(files[$0]!.inode):\(files[$0]!.bytes.count)" }.joined())
-            parts.append(String(describing: try device.state.records().sorted { $0.id < $1.id }))
+            // A line for each file and record, so that what a pass changed can be told line by line.
+            parts += files.keys.sorted().map {
+                "device\(device.index) \($0)=\(files[$0]!.inode):\(files[$0]!.bytes.count)"
+            }
+            parts += try device.state.records().sorted { $0.id < $1.id }.map { "device\(device.index) \($0)" }
         }
         return parts.joined(separator: "\n")
     }

@@ -271,7 +271,8 @@ extension ContainerSync {
         return String(path[..<slash])
     }
 
-    /// Follows the container's change feed from the stored token and observes each touched item's record.
+    /// Follows the container's change feed from the stored token and observes each touched item's record, settling
+    /// (``settle()``) what each page brought before the next page is read; the caller settles the last.
     func observeRemoteChanges() async throws {
         var token = try state.value(forKey: Self.feedTokenKey).map(ChangeToken.init)
         while true {
@@ -340,6 +341,10 @@ extension ContainerSync {
             token = page.nextToken
             try state.setValue(page.nextToken.string, forKey: Self.feedTokenKey)
             if !page.hasMore { break }
+            // What this page brought is moved before the next page is read: a feed that grows as fast as it is read
+            // (another device sending thousands of files) would otherwise hold every download until it stopped
+            // growing. Acting on a prefix of the feed is what a round at that moment would have done.
+            try await settle()
         }
     }
 
