@@ -410,7 +410,7 @@ public final class EngineHistory: @unchecked Sendable {
     /// Runs rounds on every device until a whole pass changes nothing. Returns what kept it from settling.
     func settle() throws -> [String] {
         var previous = ""
-        var changed: [String] = []
+        var beforeLast = ""  // the fingerprint before the last pass, to tell what it changed should none settle
         for _ in 0..<40 {
             for device in devices {
                 startRound(device, scope: .everything)
@@ -427,14 +427,13 @@ public final class EngineHistory: @unchecked Sendable {
             clock.advance(by: 3_000_000_000)
             let now = try fingerprint()
             if now == previous, !devices.contains(where: \.engine.lastRoundFailed) { return [] }
-            if previous.isEmpty || now == previous {
-                previous = now
-                continue
-            }
-            changed = Self.linesChanged(from: previous, to: now)
-            previous = now
+            (beforeLast, previous) = (previous, now)
         }
-        return ["the devices did not settle in 40 passes of rounds; the last pass changed:"] + changed
+        let changed = Self.linesChanged(from: beforeLast, to: previous)
+        let failed = devices.filter(\.engine.lastRoundFailed).map { "device\($0.index)" }
+        return ["the devices did not settle in 40 passes of rounds; the last pass changed:"]
+            + (changed.isEmpty
+                ? ["  nothing, but the last round failed on \(failed.joined(separator: ", "))"] : changed)
     }
 
     /// The lines of `new` not in `old` and of `old` not in `new` (at most five of each, each cut to 2,000 characters).
