@@ -22,6 +22,12 @@ extension ContainerSync {
                 item.observation.requests.insert(.firstUpload)
                 try await store(item)
             }
+            if kind == .file, let local = item.observation.local, local.path == path,
+                local.identity.size <= Self.smallUploadBytes
+            {
+                try await createWithContent(&item, at: path)
+                return
+            }
             let record: RemoteView
             do {
                 let answer = try await itemRequests.createItem(CreateItemRequest(id: id, path: path, kind: kind))
@@ -222,6 +228,49 @@ extension ContainerSync {
             // the item's versions are heard at once.
             try observe(try await detail(of: item.id))
         }
+    }
+
+    /// Creates the record of a new small file with its first version, in one operation: its content is read and its
+    /// chunks go up first, then the record and the version in one request (many small files cost the service one
+    /// commit each, not two). The service takes a creation sent again (its answer lost) as a commit to the record it
+    /// made: the same content is the version it has, an edit made since is committed over none, as an upload
+    /// after a separate creation would be.
+    private func createWithContent(_ item: inout StoredItem, at path: ItemPath) async throws {
+        let read = try await readContent(at: path, kind: .file)
+        noteRead(read, into: &item)
+        let (content, identity) = (read.content, read.identity)
+        try await uploadChunks(of: content, for: item.item)
+        let version = makeVersion(of: item.id, content, identity, basedOn: nil)
+        let answer: ItemResponse
+        do {
+            answer = try await itemRequests.createItem(
+                CreateItemRequest(id: item.id, path: path, kind: .file, version: version))
+        } catch let error as ProtocolError where error.code == .itemExists {
+            // Created by a request whose answer was lost, and moved here since: the record is the service's, and
+            // the planner takes it from there.
+            item.observation.recordCreated(Self.view(of: try await detail(of: item.id)))
+            item.uploadError = nil
+            try await store(item)
+            return
+        }
+        let committed = answer.version ?? version
+        let isCurrent = answer.item.currentVersion == committed.id
+        let view =
+            isCurrent
+            ? RemoteView(
+                path: answer.item.path, kind: answer.item.kind, version: committed.id,
+                contentHash: content.contentHash, size: content.size)
+            : Self.view(of: answer.item, content: nil)
+        item.observation.recordCommitted(
+            committed.id, hash: content.contentHash, size: content.size, identity: identity, record: view)
+        item.uploadError = nil
+        if !isCurrent { item.hasUnresolvedConflicts = true }
+        try await store(
+            item, chunkLocations: chunkLocations(of: content.manifest, for: item.item),
+            currentVersion: isCurrent ? committed : nil)
+        // Kept as a conflict version: a creation sent again met a version of another content (this device's, or
+        // another's made over it); the item's versions are heard at once.
+        if !isCurrent { try observe(try await detail(of: item.id)) }
     }
 
     /// The service's detail of item `id`, its manifests sent as deltas against the current version as last heard

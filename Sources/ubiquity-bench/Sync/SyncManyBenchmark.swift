@@ -111,9 +111,9 @@ enum SyncManyBenchmark {
         }
         // Files land in B whole (renamed into place), so a count of them tells when all are there; then each is read.
         // Counted five times a second: listing the tree more often took a noticeable share of the two cores.
-        // A has sent everything once the service has each file's creation and first version, and each folder's
-        // creation.
-        let sent = Double(2 * count + min(count, folders))
+        // A has sent everything once the service has each file's creation with its first version (one change each)
+        // and each folder's creation.
+        let sent = Double(count + min(count, folders))
         var uploaded: Duration?
         try await awaitArrival(of: expected, in: arrival) {
             if uploaded == nil, bench.commits - commitsBefore >= sent { uploaded = ContinuousClock.now - landed }

@@ -108,6 +108,7 @@ struct TwoDeviceSyncTests {
         try await withDevices(planningPage: 3) { devices in
             let (laptop, desktop) = (devices.laptop, devices.desktop)
             var expected: [String: String] = [:]
+            let commitsBefore = devices.service.figure("ubiquity_commits_total")
             for folder in 0..<4 {
                 try FileManager.default.createDirectory(
                     at: devices.file("Documents/F\(folder)", on: laptop), withIntermediateDirectories: true)
@@ -118,6 +119,9 @@ struct TwoDeviceSyncTests {
                 }
             }
             try await laptop.syncOnce()
+            // Each new file went up as one change, its record with its first version; each folder (Documents and the
+            // four in it) as its record.
+            #expect(devices.service.figure("ubiquity_commits_total") - commitsBefore == 32 + 5)
             try await desktop.syncOnce()
             for (path, contents) in expected { #expect(devices.read(path, on: desktop) == contents, "\(path)") }
 
