@@ -93,6 +93,16 @@ struct WireJSONDecoderTests {
         #expect(delta.deltaBase == base.id, "the payload carries a delta")
         Self.expectSame(VersionPayload.self, Self.text(delta, []), readDirectly: false)
         Self.expectSame(VersionPayload.self, Self.text(VersionPayload(edited), []), readDirectly: true)
+        // Item details with a version as a delta against the one held are Foundation's to read too.
+        let againstBase = ItemDetailPayload(
+            ItemDetail(
+                item: ItemRecord(id: item, path: path, kind: .file, currentVersion: edited.id),
+                versions: [
+                    edited, base,
+                ]), have: base)
+        #expect(againstBase.versions.first?.deltaBase == base.id, "the detail carries a delta")
+        Self.expectSame(
+            ItemDetailsResponse.self, Self.text(ItemDetailsResponse(items: [againstBase]), []), readDirectly: false)
         Self.expectSame(
             ItemBatchRequest.self, Self.text(ItemBatchRequest(operations: [.commit(delta), .create(create)]), []),
             readDirectly: false)
@@ -110,6 +120,50 @@ struct WireJSONDecoderTests {
                 ItemBatchResponse(
                     results: [.applied(response), .refused(ProtocolError(.itemNotFound, "x"))], token: nil),
                 []),
+            readDirectly: false)
+        // The feed and item details, as the engine reads them for every page of another device's changes.
+        let moved = try ItemPath("Documents/Ünïcode \"quoted\"/moved.txt")
+        let changes: [Change] = [
+            .itemCreated(itemID: item, path: path, kind: .file), .itemCreated(itemID: item, path: path, kind: .package),
+            .itemChanged(itemID: item, currentVersion: first.id), .itemMoved(itemID: item, from: path, to: moved),
+            .itemDeleted(itemID: item), .versionAdded(itemID: item, versionID: second.id),
+            .versionResolved(itemID: item, versionID: second.id), .versionRemoved(itemID: item, versionID: first.id),
+        ]
+        for formatting: JSONEncoder.OutputFormatting in [[], [.sortedKeys], [.prettyPrinted, .sortedKeys]] {
+            for change in changes { Self.expectSame(Change.self, Self.text(change, formatting), readDirectly: true) }
+            for page in [
+                ChangePage(changes: changes, nextToken: token, hasMore: true),
+                ChangePage(changes: [], nextToken: token, hasMore: false),
+            ] {
+                Self.expectSame(ChangePage.self, Self.text(page, formatting), readDirectly: true)
+            }
+            let detail = ItemDetail(item: record, versions: [first, second])
+            Self.expectSame(ItemDetail.self, Self.text(detail, formatting), readDirectly: true)
+            Self.expectSame(
+                ItemDetailsResponse.self,
+                Self.text(
+                    ItemDetailsResponse(items: [
+                        ItemDetailPayload(detail, have: nil),
+                        ItemDetailPayload(ItemDetail(item: record, versions: []), have: nil),
+                    ]), formatting),
+                readDirectly: true)
+        }
+        // Fields another type of change names are ignored, as Foundation ignores them; an unknown type, or one
+        // without the fields it needs, is Foundation's to refuse.
+        let deleted = Self.text(Change.itemDeleted(itemID: item), [.sortedKeys])
+        Self.expectSame(
+            Change.self,
+            deleted.replacingOccurrences(
+                of: "{", with: #"{"path":"Documents/x","versionID":"\#(VersionID().string)","#),
+            readDirectly: true)
+        Self.expectSame(
+            Change.self, deleted.replacingOccurrences(of: "itemDeleted", with: "itemVanished"), readDirectly: false)
+        Self.expectSame(
+            Change.self, deleted.replacingOccurrences(of: "itemDeleted", with: "itemMoved"), readDirectly: false)
+        Self.expectSame(
+            ChangePage.self,
+            Self.text(ChangePage(changes: [.itemDeleted(itemID: item)], nextToken: token, hasMore: false), [])
+                .replacingOccurrences(of: "itemDeleted", with: "itemVanished"),
             readDirectly: false)
         // Escapes Foundation does not write, nulls for optionals, and keys no reader knows.
         let id = VersionID().string

@@ -242,3 +242,108 @@ extension ItemBatchResult: WireJSONReadable {
         self = .applied(try applied.required())
     }
 }
+
+extension Change: WireJSONReadable {
+    /// Reads a change of any type: the fields its type names are required, others are skipped (as Foundation's
+    /// decoder ignores them); an unknown type is left to Foundation's decoder to refuse.
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var type = WireJSONField<String>()
+        var itemID = WireJSONField<ItemID>()
+        var path = WireJSONField<ItemPath>()
+        var kind = WireJSONField<ItemKind>()
+        var from = WireJSONField<ItemPath>()
+        var to = WireJSONField<ItemPath>()
+        var currentVersion = WireJSONField<VersionID>()
+        var versionID = WireJSONField<VersionID>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "type": type.set(try reader.readString())
+            case "itemID": itemID.set(try ItemID(reader.readString()))
+            case "path": path.set(try ItemPath(reader.readString()))
+            case "kind": kind.set(try CreateItemRequest.kind(reader.readString()))
+            case "from": from.set(try ItemPath(reader.readString()))
+            case "to": to.set(try ItemPath(reader.readString()))
+            case "currentVersion": currentVersion.set(try VersionID(reader.readString()))
+            case "versionID": versionID.set(try VersionID(reader.readString()))
+            default: try reader.skipValue()
+            }
+        }
+        let id = try itemID.required()
+        switch try type.required() {
+        case "itemCreated": self = .itemCreated(itemID: id, path: try path.required(), kind: try kind.required())
+        case "itemChanged": self = .itemChanged(itemID: id, currentVersion: try currentVersion.required())
+        case "itemMoved": self = .itemMoved(itemID: id, from: try from.required(), to: try to.required())
+        case "itemDeleted": self = .itemDeleted(itemID: id)
+        case "versionAdded": self = .versionAdded(itemID: id, versionID: try versionID.required())
+        case "versionResolved": self = .versionResolved(itemID: id, versionID: try versionID.required())
+        case "versionRemoved": self = .versionRemoved(itemID: id, versionID: try versionID.required())
+        default: throw WireJSONUnread()
+        }
+    }
+}
+
+extension ChangePage: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var changes = WireJSONField<[Change]>()
+        var nextToken = WireJSONField<ChangeToken>()
+        var hasMore = WireJSONField<Bool>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "changes":
+                var list: [Change] = []
+                try reader.readArray { reader in list.append(try reader.read(Change.self)) }
+                changes.set(list)
+            case "nextToken": nextToken.set(ChangeToken(try reader.readString()))
+            case "hasMore": hasMore.set(try reader.readBool())
+            default: try reader.skipValue()
+            }
+        }
+        self.init(changes: try changes.required(), nextToken: try nextToken.required(), hasMore: try hasMore.required())
+    }
+}
+
+extension ItemDetail: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        self = try Self.read(&reader, refusing: nil)
+    }
+
+    /// Reads a detail; a version with a key named `refused` is left to Foundation's decoder.
+    static func read(_ reader: inout WireJSONReader, refusing refused: String?) throws -> ItemDetail {
+        var item = WireJSONField<ItemRecord>()
+        var versions = WireJSONField<[VersionRecord]>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "item": item.set(try reader.read(ItemRecord.self))
+            case "versions":
+                var list: [VersionRecord] = []
+                try reader.readArray { reader in list.append(try VersionRecord.read(&reader, refusing: refused)) }
+                versions.set(list)
+            default: try reader.skipValue()
+            }
+        }
+        return ItemDetail(item: try item.required(), versions: try versions.required())
+    }
+}
+
+extension ItemDetailPayload: WireJSONReadable {
+    /// Reads a detail whose versions' manifests are whole; one carrying a delta is left to Foundation's decoder.
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        self.init(try ItemDetail.read(&reader, refusing: "manifestDelta"), have: nil)
+    }
+}
+
+extension ItemDetailsResponse: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var items = WireJSONField<[ItemDetailPayload]>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "items":
+                var list: [ItemDetailPayload] = []
+                try reader.readArray { reader in list.append(try reader.read(ItemDetailPayload.self)) }
+                items.set(list)
+            default: try reader.skipValue()
+            }
+        }
+        self.init(items: try items.required())
+    }
+}
