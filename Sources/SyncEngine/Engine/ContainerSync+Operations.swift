@@ -201,27 +201,7 @@ extension ContainerSync {
             try await uploadChunks(of: content, for: item.item)
             answer = try await itemRequests.commit(VersionPayload(version))
         }
-        // A commit sent as a delta is answered without the version when it is the one sent.
-        let committed = answer.version ?? version
-        // The content is the service's current content only when the version it is (this one, or the kept version
-        // it was found identical to) is the current one: identical to a kept conflict version, it is safe on the
-        // service as that version, and the current version comes down over it.
-        let isCurrent = answer.item.currentVersion == committed.id
-        let view: RemoteView
-        if isCurrent {
-            view = RemoteView(
-                path: answer.item.path, kind: answer.item.kind, version: answer.item.currentVersion,
-                contentHash: content.contentHash, size: content.size)
-        } else {
-            view = Self.view(of: answer.item, content: item.observation.remote)
-        }
-        item.observation.recordCommitted(
-            committed.id, hash: content.contentHash, size: content.size, identity: identity, record: view)
-        item.uploadError = nil
-        if !isCurrent { item.hasUnresolvedConflicts = true }
-        try await store(
-            item, chunkLocations: chunkLocations(of: content.manifest, for: item.item),
-            currentVersion: isCurrent ? committed : nil)
+        let isCurrent = try await recordCommit(answer, of: version, content: content, identity: identity, on: &item)
         if !isCurrent || basedOn != knownCurrent {
             // Kept as a conflict version (the service's current version comes down over the local copy next), or
             // made current over a version this device never had (which the service keeps as a conflict version):
@@ -253,14 +233,32 @@ extension ContainerSync {
             try await store(item)
             return
         }
+        let isCurrent = try await recordCommit(answer, of: version, content: content, identity: identity, on: &item)
+        // Kept as a conflict version: a creation sent again met a version of another content (this device's, or
+        // another's made over it); the item's versions are heard at once.
+        if !isCurrent { try observe(try await detail(of: item.id)) }
+    }
+
+    /// Records the service's `answer` to the commit of `version` (the local copy `identity`, read as `content`) on
+    /// `item` and stores it.
+    /// - Returns: Whether the content is the service's current content: only when the version it is (this one, or the
+    ///   kept version it was found identical to) is the current one. Identical to a kept conflict version, it is safe
+    ///   on the service as that version, and the current version comes down over it.
+    private func recordCommit(
+        _ answer: ItemResponse, of version: VersionRecord, content: LocalContent, identity: LocalFileIdentity,
+        on item: inout StoredItem
+    ) async throws -> Bool {
+        // A commit sent as a delta is answered without the version when it is the one sent.
         let committed = answer.version ?? version
         let isCurrent = answer.item.currentVersion == committed.id
-        let view =
-            isCurrent
-            ? RemoteView(
-                path: answer.item.path, kind: answer.item.kind, version: committed.id,
+        let view: RemoteView
+        if isCurrent {
+            view = RemoteView(
+                path: answer.item.path, kind: answer.item.kind, version: answer.item.currentVersion,
                 contentHash: content.contentHash, size: content.size)
-            : Self.view(of: answer.item, content: nil)
+        } else {
+            view = Self.view(of: answer.item, content: item.observation.remote)
+        }
         item.observation.recordCommitted(
             committed.id, hash: content.contentHash, size: content.size, identity: identity, record: view)
         item.uploadError = nil
@@ -268,9 +266,7 @@ extension ContainerSync {
         try await store(
             item, chunkLocations: chunkLocations(of: content.manifest, for: item.item),
             currentVersion: isCurrent ? committed : nil)
-        // Kept as a conflict version: a creation sent again met a version of another content (this device's, or
-        // another's made over it); the item's versions are heard at once.
-        if !isCurrent { try observe(try await detail(of: item.id)) }
+        return isCurrent
     }
 
     /// The service's detail of item `id`, its manifests sent as deltas against the current version as last heard
