@@ -5,9 +5,10 @@ import UbiquityProtocol
 /// item is in step, or what is left failed for a reason of its own (recorded on the item) or waits.
 extension ContainerSync {
     /// How many items' operations run at once: enough that the creations, commits and chunks of many small files
-    /// meet in the request batchers (at 8, a request carried one or two files' worth). What large transfers hold in
-    /// memory is bounded apart from this (``largeUploadCount``, the chunk batcher's window).
-    static let operationWindow = 32
+    /// meet in the request batchers and the service's group commit (at 8, a request carried one or two files' worth;
+    /// at 32, a few, and the two cores were a third idle while many small files went up). What transfers hold in
+    /// memory is bounded apart from this (``largeUploadCount``, ``smallUploadMemory``, the chunk batcher's window).
+    static let operationWindow = 128
 
     /// The most operations one item gets in one round; an item that needs more is left for the next round (a file
     /// rewritten faster than it can be read, say), so a round always ends.

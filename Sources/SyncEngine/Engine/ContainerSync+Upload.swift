@@ -86,7 +86,8 @@ extension ContainerSync {
         if pending > Self.smallUploadBytes {
             try await largeUploads.withSlot { try await send(work, of: item) }
         } else {
-            try await send(work, of: item)
+            let slots = Int((pending + Self.smallUploadSlotBytes - 1) / Self.smallUploadSlotBytes)
+            try await smallUploadSlots.withSlots(slots) { try await send(work, of: item) }
         }
     }
 
@@ -285,6 +286,12 @@ extension ContainerSync {
     /// Batches of chunks up to this many bytes go up together with other operations' (many small files saved at
     /// once cost a request for many, not one each); larger ones go on their own, several at once.
     static let smallUploadBytes: Int64 = 256 << 10
+
+    /// About the most bytes the small uploads under way hold at once, read and waiting for their batch: many small
+    /// files go up in few requests (a few thousand of 4 KiB fit), and as many of 256 KiB as a request carries.
+    static let smallUploadMemory: Int64 = 16 << 20
+    /// The bytes one of ``smallUploadSlots`` stands for.
+    static let smallUploadSlotBytes: Int64 = 4 << 10
 
     /// How many uploads larger than ``smallUploadBytes`` read and send their chunks at once.
     static let largeUploadCount = 8

@@ -76,6 +76,9 @@ public actor ContainerSync {
     /// The uploads larger than ``smallUploadBytes`` under way (``largeUploadCount`` at most), whatever the number of
     /// operations under way.
     nonisolated let largeUploads = TransferSlots(largeUploadCount)
+    /// The bytes the small uploads under way hold, in slots of ``smallUploadSlotBytes``: ``smallUploadMemory`` at
+    /// most, however many operations run at once.
+    nonisolated let smallUploadSlots = TransferSlots(Int(smallUploadMemory / smallUploadSlotBytes))
     /// This device, as versions name it.
     public nonisolated let device: SavingDevice
     /// How content is treated.
