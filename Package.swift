@@ -34,10 +34,12 @@ let package = Package(
     targets: [
         .target(name: "DocumentKit"),
         .target(name: "UbiquityProtocol"),
+        .target(name: "SQLiteSupport", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         .target(
             name: "SyncEngine",
             dependencies: [
                 "DocumentKit",
+                "SQLiteSupport",
                 "UbiquityProtocol",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -95,6 +97,7 @@ let package = Package(
         .target(
             name: "UbiquityServer",
             dependencies: [
+                "SQLiteSupport",
                 "UbiquityProtocol",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 import UbiquityProtocol
 
 /// One change to the items' records, written with others in one transaction.
@@ -269,12 +270,14 @@ extension LocalStateStore {
     private func fetch(_ queries: [(String, StatementArguments)]) throws -> [StoredItem] {
         guard !queries.isEmpty else { return [] }
         let generation = cache.readGeneration
-        let rows = try pool.read { db in
-            // A handful of fixed statements, each prepared once per connection.
+        // A handful of fixed statements, each prepared once per connection; one alone is read from one snapshot
+        // without a transaction of its own.
+        let read = { (db: Database) in
             try queries.flatMap { sql, arguments in
                 try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
             }
         }
+        let rows = try queries.count == 1 ? readOne(read) : pool.read(read)
         return try decode(rows, readAt: generation)
     }
 
@@ -396,10 +399,7 @@ extension LocalStateStore {
                     continue
                 }
                 do {
-                    try db.inSavepoint {
-                        try apply()
-                        return .commit
-                    }
+                    try db.inPreparedSavepoint { try apply() }
                     written.merge(wrote) { _, new in new }
                     outcomes.append(.success(applied))
                 } catch {

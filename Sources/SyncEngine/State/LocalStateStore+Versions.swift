@@ -5,7 +5,7 @@ import UbiquityProtocol
 extension LocalStateStore {
     /// The versions of an item other than its current one, as last heard from the service (conflict and history).
     public func otherVersions(of id: ItemID) throws -> [VersionRecord] {
-        try pool.read { db in
+        try readOne { db in
             try String.fetchAll(
                 db.cachedStatement(sql: "SELECT record FROM version WHERE item_id = ?"), arguments: [id.string]
             )
@@ -81,10 +81,10 @@ extension LocalStateStore {
         try chunkLocations(of: [hash])[hash] ?? []
     }
 
-    /// Where local files hold each of `hashes` (a few places each at most), read in one transaction; a hash no
-    /// local file holds is left out.
+    /// Where local files hold each of `hashes` (a few places each at most); a hash no local file holds is left out.
+    /// Not one snapshot for all: a location is a hint, checked against its hash when read.
     func chunkLocations(of hashes: some Sequence<ChunkHash>) throws -> [ChunkHash: [LocalChunkLocation]] {
-        try pool.read { db in
+        try readOne { db in
             let statement = try db.cachedStatement(
                 sql: "SELECT file, offset, size FROM local_chunk WHERE hash = ? LIMIT 4")
             var found: [ChunkHash: [LocalChunkLocation]] = [:]

@@ -101,9 +101,16 @@ public struct LocalStateStore: Sendable {
 
     /// A stored value, such as the feed token.
     public func value(forKey key: String) throws -> String? {
-        try pool.read { db in
+        try readOne { db in
             try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM value WHERE key = ?"), arguments: [key])
         }
+    }
+
+    /// Runs `read`, one statement's reading (or reads that need no common snapshot), without a transaction around
+    /// it: SQLite reads a statement from one snapshot of the database, and a transaction of its own (GRDB's `read`)
+    /// costs two more statements, parsed each time — most of what a read of one record costs.
+    func readOne<Value>(_ read: (Database) throws -> Value) throws -> Value {
+        try pool.unsafeRead(read)
     }
 
     /// Stores a value (`nil` removes it).

@@ -1,4 +1,5 @@
 import GRDB
+import SQLiteSupport
 import Synchronization
 
 /// Runs the write operations of concurrent callers together, several to a transaction ("group commit").
@@ -56,16 +57,7 @@ final class GroupCommitter: Sendable {
             do {
                 try db.inTransaction(.immediate) {
                     for pending in batch {
-                        var value: (any Sendable)?
-                        do {
-                            try db.inSavepoint {
-                                value = try pending.work(db)
-                                return .commit
-                            }
-                            results.append(.success(value!))
-                        } catch {
-                            results.append(.failure(error))
-                        }
+                        results.append(Result { try db.inPreparedSavepoint { try pending.work(db) } })
                     }
                     return .commit
                 }

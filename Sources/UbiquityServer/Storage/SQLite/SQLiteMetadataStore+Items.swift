@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 import UbiquityProtocol
 
 extension SQLiteMetadataStore {
@@ -32,25 +33,24 @@ extension SQLiteMetadataStore {
         let retention = retention
         return try await committer.write { db in
             try operations.map { operation -> Result<ItemResponse, ProtocolError> in
-                var response: ItemResponse?
                 do {
-                    try db.inSavepoint {
-                        switch operation {
-                        case .create(let request):
-                            if let version = request.version {
-                                try version.check(fits: request.kind, of: request.id)
+                    return .success(
+                        try db.inPreparedSavepoint {
+                            switch operation {
+                            case .create(let request):
+                                if let version = request.version {
+                                    try version.check(fits: request.kind, of: request.id)
+                                }
+                                return try Self.createItem(
+                                    request, in: container, db: db, retention: retention, now: now)
+                            case .commit(let version):
+                                return try Self.commit(
+                                    version, in: container, db: db, retention: retention, now: now)
                             }
-                            response = try Self.createItem(
-                                request, in: container, db: db, retention: retention, now: now)
-                        case .commit(let version):
-                            response = try Self.commit(version, in: container, db: db, retention: retention, now: now)
-                        }
-                        return .commit
-                    }
+                        })
                 } catch let error as ProtocolError {
                     return .failure(error)
                 }
-                return .success(response!)
             }
         }
     }
