@@ -2,6 +2,7 @@ import DocumentKit
 import Foundation
 import Synchronization
 import Testing
+
 import struct UbiquityTestSupport.OwnThreadTrait
 
 @Suite("FileCoordinator locking in one process", .ownThread())
@@ -315,5 +316,35 @@ struct FileCoordinatorLockingTests {
         #expect(failed.current == .timedOut)
         release.signal()
         #expect(holder.join())
+    }
+
+    @Test("intents on the calling thread: many files read under one coordination, held up by a writer of any of them")
+    func intentsTogether() throws {
+        let sandbox = try CoordinationSandbox()
+        let files = try (0..<3).map { try sandbox.file("Folder/\($0).txt", "text \($0)") }
+        let intents = files.map { FileAccessIntent.readingIntent(with: $0) }
+        let texts = try sandbox.coordinator().coordinate(with: intents) {
+            try intents.map { try String(contentsOf: $0.url, encoding: .utf8) }
+        }
+        #expect(texts == ["text 0", "text 1", "text 2"])
+
+        // While another thread writes the last file, the reading of all three times out and its accessor never runs.
+        let release = DispatchSemaphore(value: 0)
+        let holding = Shared(false)
+        let holder = TestThread {
+            try? sandbox.coordinator().coordinate(writingItemAt: files[2]) { _ in
+                holding.update { $0 = true }
+                release.wait()
+            }
+        }
+        #expect(eventually { holding.current })
+        #expect {
+            try sandbox.coordinator(accessTimeout: 0.3).coordinate(with: intents) {
+                Issue.record("accessor ran without access")
+            }
+        } throws: { coordinationCode($0) == .timedOut }
+        release.signal()
+        #expect(holder.join())
+        #expect(try sandbox.coordinator().coordinate(with: intents) { true })
     }
 }

@@ -216,7 +216,7 @@ extension ContainerSync {
     /// made: the same content is the version it has, an edit made since is committed over none, as an upload
     /// after a separate creation would be.
     private func createWithContent(_ item: inout StoredItem, at path: ItemPath) async throws {
-        let read = try await readContent(at: path, kind: .file)
+        let read = try await smallReads.submit(path)
         noteRead(read, into: &item)
         let (content, identity) = (read.content, read.identity)
         try await uploadChunks(of: content, for: item.item)

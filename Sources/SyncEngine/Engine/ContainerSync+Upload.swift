@@ -26,15 +26,61 @@ extension ContainerSync {
         let (scanner, chunker, disk) = (scanner, configuration.chunker, disk)
         return try await onDisk {
             try FileCoordinator().coordinate(readingItemAt: url) { url in
-                let before = try scanner.identity(of: url, kind: kind)
-                let content =
-                    kind == .package
-                    ? try LocalContent(package: url, chunker: chunker, disk: disk)
-                    : try LocalContent(file: url, chunker: chunker, disk: disk, onChunk: onChunk)
-                let after = try scanner.identity(of: url, kind: kind)
-                guard after == before else { throw ContentChangedWhileRead() }
-                return ContentRead(content: content, identity: before, readAt: after.capturedAt)
+                try Self.read(url, kind: kind, scanner: scanner, chunker: chunker, disk: disk, onChunk: onChunk)
             }
+        }
+    }
+
+    /// Chunks and hashes the file or package at `url`, which the caller holds a coordinated read of (see
+    /// ``readContent(at:kind:onChunk:)``).
+    private static func read(
+        _ url: URL, kind: ItemKind, scanner: LocalScanner, chunker: FileChunker, disk: any LocalDisk,
+        onChunk: (@Sendable (ChunkHash, LocalContent.Source) throws -> Void)? = nil
+    ) throws -> ContentRead {
+        let before = try scanner.identity(of: url, kind: kind)
+        let content =
+            kind == .package
+            ? try LocalContent(package: url, chunker: chunker, disk: disk)
+            : try LocalContent(file: url, chunker: chunker, disk: disk, onChunk: onChunk)
+        let after = try scanner.identity(of: url, kind: kind)
+        guard after == before else { throw ContentChangedWhileRead() }
+        return ContentRead(content: content, identity: before, readAt: after.capturedAt)
+    }
+
+    /// How many small files one coordinated read takes at most (``smallReads``).
+    static let smallReadCount = 64
+
+    /// The reads of small files that concurrent operations ask for (new files going up with their content), taken
+    /// together: up to ``smallReadCount`` files under one coordinated read, sharing their folders' locks, each read
+    /// and checked as ``readContent(at:kind:onChunk:)`` reads it alone and answered on its own. When the
+    /// coordination itself fails (a writer holds one of them past the timeout), each is read again alone, so only
+    /// its own read fails.
+    static func smallReadBatcher(
+        layout: ContainerLayout, scanner: LocalScanner, chunker: FileChunker, disk: any LocalDisk
+    ) -> RequestBatcher<ItemPath, ContentRead> {
+        RequestBatcher(maximumCount: smallReadCount, maximumBytes: smallReadCount, concurrency: 2, size: { _ in 1 }) {
+            paths in
+            let urls = paths.map { layout.url(of: $0) }
+            let work: @Sendable () throws -> [Result<ContentRead, any Error>] = {
+                let readAll = {
+                    urls.map { url in
+                        Result { try read(url, kind: .file, scanner: scanner, chunker: chunker, disk: disk) }
+                    }
+                }
+                do {
+                    return try FileCoordinator().coordinate(
+                        with: urls.map { FileAccessIntent.readingIntent(with: $0) }, byAccessor: readAll)
+                } catch is FileCoordinationError where urls.count > 1 {
+                    return urls.map { url in
+                        Result {
+                            try FileCoordinator().coordinate(readingItemAt: url) { url in
+                                try read(url, kind: .file, scanner: scanner, chunker: chunker, disk: disk)
+                            }
+                        }
+                    }
+                }
+            }
+            return disk.blocksThreads ? try await BlockingWork.run(work) : try work()
         }
     }
 

@@ -73,6 +73,8 @@ public actor ContainerSync {
     nonisolated let chunkRequests: RequestBatcher<ChunkReference, Data>
     /// The small chunk uploads of concurrent operations (many small files), sent to `service` together.
     nonisolated let smallUploads: RequestBatcher<[UploadChunk], Void>
+    /// The reads of new small files that concurrent operations ask for, taken under one coordination.
+    nonisolated let smallReads: RequestBatcher<ItemPath, ContentRead>
     /// The uploads larger than ``smallUploadBytes`` under way (``largeUploadCount`` at most), whatever the number of
     /// operations under way.
     nonisolated let largeUploads = TransferSlots(largeUploadCount)
@@ -137,7 +139,10 @@ public actor ContainerSync {
         self.configuration = configuration
         self.state = try state ?? LocalStateStore(url: layout.stateDatabase)
         self.disk = configuration.disk
-        self.scanner = LocalScanner(types: types, disk: configuration.disk)
+        let scanner = LocalScanner(types: types, disk: configuration.disk)
+        self.scanner = scanner
+        self.smallReads = Self.smallReadBatcher(
+            layout: layout, scanner: scanner, chunker: configuration.chunker, disk: configuration.disk)
         self.logger = logger
         if !configuration.disk.blocksThreads { try configuration.disk.createDirectory(at: layout.temporary) }
     }
