@@ -116,7 +116,9 @@ public struct FileChunker: Sendable {
         body: (ChunkReference, UnsafeRawBufferPointer) throws -> Void
     ) throws -> (chunks: [ChunkReference], size: Int64) {
         let maximum = chunker.configuration.maximumSize
-        var window = ReadWindow(retaining: maximum, readSize: readSize)
+        var status = stat()
+        let expected = fstat(descriptor, &status) == 0 ? Int64(status.st_size) : Int64(maximum + readSize)
+        var window = ReadWindow(retaining: maximum, readSize: readSize, expecting: expected)
         var chunks: [ChunkReference] = []
         var size: Int64 = 0
         try FastCDC.gearTable.withUnsafeBufferPointer { gear in

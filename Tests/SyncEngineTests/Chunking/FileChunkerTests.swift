@@ -53,6 +53,33 @@ struct FileChunkerTests {
         #expect(content.chunks == Self.bytes.withUnsafeBytes { chunker.chunkReferences(in: $0) })
     }
 
+    @Test(
+        "A read window sized for a shorter file (one that grew since it was measured) grows and reads it whole",
+        arguments: [(0, 4096), (10, 4096), (40000, 65537), (Int64(1) << 30, 4096)])
+    func windowGrows(expected: Int64, readSize: Int) throws {
+        let directory = try ChunkingScratch()
+        defer { directory.remove() }
+        let bytes = Array(Self.bytes.prefix(300_000))
+        let descriptor = open(try directory.file("input", bytes).path, O_RDONLY)
+        defer { close(descriptor) }
+        let retained = 32768
+        var window = ReadWindow(retaining: retained, readSize: readSize, expecting: expected)
+        var read: [UInt8] = []
+        var step = 1
+        while true {
+            try window.fill(toAtLeast: retained, from: descriptor, source: "input")
+            let available = window.bytes
+            guard !available.isEmpty else { break }
+            #expect(available.count >= retained || window.isAtEnd)
+            // Uneven amounts consumed, so the held bytes sit anywhere in the buffer when it is compacted or grown.
+            let taken = min(available.count, 1 + (step * 7919) % retained)
+            read += available[..<taken]
+            window.consume(taken)
+            step += 1
+        }
+        #expect(read == bytes)
+    }
+
     @Test("An empty file has no chunks and the SHA-256 of nothing")
     func emptyFile() throws {
         let directory = try ChunkingScratch()
