@@ -102,6 +102,33 @@ struct SyncPlannerTests {
         #expect(decide(item) == .deleteRemote(id, basedOn: v1))
     }
 
+    @Test(
+        "Heard of for the first time: content within the eager limit comes down at once; larger content, content kept evicted and folders get a placeholder first"
+    )
+    func newRemoteItem() {
+        let small = ItemObservation(id: id, remote: RemoteView(path: path, kind: .file, version: v1, size: 5))
+        #expect(decide(small) == .download(id, version: v1, path: path, replacing: nil))
+        let limit = SyncPlanner.Configuration(eagerDownloadLimit: 4)
+        let placeholder = SyncPlanner.decide(small, context: .init([small]), configuration: limit)
+        #expect(placeholder == .recordPlaceholder(id, small.remote!))
+        var asked = small
+        asked.requests.insert(.download)
+        #expect(
+            SyncPlanner.decide(asked, context: .init([asked]), configuration: limit)
+                == .download(id, version: v1, path: path, replacing: nil))
+        var evicted = small
+        evicted.requests.insert(.keepEvicted)
+        #expect(decide(evicted) == .recordPlaceholder(id, small.remote!))
+        let empty = ItemObservation(id: id, remote: RemoteView(path: path, kind: .file))
+        #expect(decide(empty) == .recordPlaceholder(id, empty.remote!))
+        let folder = ItemObservation(id: id, remote: RemoteView(path: path, kind: .directory))
+        #expect(decide(folder) == .recordPlaceholder(id, folder.remote!))
+        // Once placed, the item is in step: nothing more.
+        var placed = small
+        placed.recordPlaced(small.remote!, identity: identity())
+        #expect(decide(placed) == nil)
+    }
+
     @Test("Edited here and on the service: the same bytes are adopted, other bytes go up as a conflict")
     func bothEdited() {
         var item = inStep()

@@ -113,7 +113,9 @@ public struct SyncPlanner: Sendable {
         _ item: ItemObservation, context: Context, configuration: Configuration
     ) -> SyncOperation? {
         let id = item.id
-        guard let synced = item.synced else { return firstAgreement(item, context: context) }
+        guard let synced = item.synced else {
+            return firstAgreement(item, context: context, configuration: configuration)
+        }
         let local = item.local
         guard let remote = item.remote else {
             // Known here, never heard from the service (its creation is on its way): content waits for the record.
@@ -224,16 +226,26 @@ public struct SyncPlanner: Sendable {
         guard let version = remote.version else {
             return remote.path != synced.path || remote.kind != synced.kind ? .recordPlaceholder(id, remote) : nil
         }
-        let eager = remote.size <= configuration.eagerDownloadLimit && !item.requests.contains(.keepEvicted)
-        if item.requests.contains(.download) || eager {
+        if downloadsNow(item, remote: remote, configuration: configuration) {
             return .download(id, version: version, path: remote.path, replacing: nil)
         }
         if version != synced.version || remote.path != synced.path { return .recordPlaceholder(id, remote) }
         return nil
     }
 
+    /// Whether the content of `remote` (a file or package) comes down as soon as it is heard of: the policy says so
+    /// for its size, and the item is not kept evicted; or a download was asked for.
+    private static func downloadsNow(
+        _ item: ItemObservation, remote: RemoteView, configuration: Configuration
+    ) -> Bool {
+        let eager = remote.size <= configuration.eagerDownloadLimit && !item.requests.contains(.keepEvicted)
+        return eager || item.requests.contains(.download)
+    }
+
     /// Rule 1: an item the two sides never agreed on.
-    private static func firstAgreement(_ item: ItemObservation, context: Context) -> SyncOperation? {
+    private static func firstAgreement(
+        _ item: ItemObservation, context: Context, configuration: Configuration
+    ) -> SyncOperation? {
         let id = item.id
         let owed = item.requests.contains(.firstUpload)
         switch (item.remote, item.local) {
@@ -249,7 +261,16 @@ public struct SyncPlanner: Sendable {
             return .createRemote(id, path: local.path, kind: local.kind)
         case (let remote?, nil):
             if owed, !remote.isDeleted, remote.version == nil { return .deleteRemote(id, basedOn: nil) }
-            return remote.isDeleted ? .forget(id) : .recordPlaceholder(id, remote)
+            if remote.isDeleted { return .forget(id) }
+            // Content that comes down at once comes down now: its placeholder would be agreed on only to be replaced
+            // by the download a moment later (an operation and a stored outcome more for each file of a folder that
+            // arrives). Until it is in place, apps see the service's record as a placeholder all the same.
+            if remote.kind != .directory, let version = remote.version,
+                downloadsNow(item, remote: remote, configuration: configuration)
+            {
+                return .download(id, version: version, path: remote.path, replacing: nil)
+            }
+            return .recordPlaceholder(id, remote)
         case (let remote?, let local?):
             if remote.isDeleted || remote.path != local.path {
                 return .createRemote(id, path: local.path, kind: local.kind)
