@@ -123,22 +123,28 @@ extension ContainerSync {
     /// meanwhile (a download placed, an eviction) knows better than a scan that may have walked past it. A file found
     /// as new becomes an item only while no item's local copy is at its path.
     /// An item whose record changed between the read and the write is observed again (so a save the scan saw is
-    /// not lost behind an operation's outcome), up to a few times.
+    /// not lost behind an operation's outcome), up to a few times: only such items' paths, not the whole scope.
     func observeLocal(_ scope: ScanScope) async throws {
-        for _ in 0..<4 where try await observeLocalOnce(scope) == false {}
+        var scope = scope
+        for _ in 0..<4 {
+            guard let again = try await observeLocalOnce(scope) else { return }
+            scope = again
+        }
     }
 
-    /// One observation of `scope`; `false` when some item's record changed meanwhile.
-    private func observeLocalOnce(_ scope: ScanScope) async throws -> Bool {
+    /// One observation of `scope`.
+    /// - Returns: What to observe again: `nil` when every write applied; the paths of the items whose record changed
+    ///   meanwhile, for a scope of paths; everything, for everything.
+    private func observeLocalOnce(_ scope: ScanScope) async throws -> ScanScope? {
         let (scanner, folder) = (scanner, layout.folder)
         let known: [StoredItem]
         let scan: LocalScanner.Result
         switch scope {
         case .everything:
-            return try await observeEverything()
+            return try await observeEverything() ? nil : .everything
         case .paths(let paths):
             let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
-            if roots.isEmpty { return true }
+            if roots.isEmpty { return nil }
             known = try state.records(atOrBelow: roots)
             scan = try await onDisk { scanner.scan(folder, only: roots) }
         }
@@ -146,21 +152,26 @@ extension ContainerSync {
         var observations = before.mapValues(\.observation)
         LocalObservation.apply(scan.items, to: &observations, newID: { ItemID(uuid: newIdentifier()) })
         var writes: [RecordWrite] = []
-        var checked = 0
         for (id, observation) in observations {
             if let old: StoredItem = before[id] {
                 guard old.observation != observation else { continue }
                 var updated = old
                 updated.observation = observation
                 writes.append(RecordWrite(updated, inStep: isInStep(updated), if: .unchanged(old)))
-                checked += 1
             } else {
                 let created = StoredItem(observation)
                 writes.append(RecordWrite(created, inStep: isInStep(created), if: .pathUnclaimed))
             }
         }
-        let applied = try await commit(writes)
-        return applied.filter { if case .unchanged = $0.condition { true } else { false } }.count == checked
+        let applied = Set(try await commit(writes).map(\.id))
+        var again: Set<String> = []
+        for write in writes where !applied.contains(write.id) {
+            guard case .unchanged(let old) = write.condition else { continue }
+            for path in [old?.observation.local?.path, write.record?.observation.local?.path].compactMap(\.self) {
+                again.insert(path.string)
+            }
+        }
+        return again.isEmpty ? nil : .paths(again)
     }
 
     /// How many records a write of the start-up comparison carries, and how many paths a look-up of records asks.
