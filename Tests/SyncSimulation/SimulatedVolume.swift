@@ -133,6 +133,15 @@ final class SimulatedVolume: @unchecked Sendable {
         }
     }
 
+    /// `utimensat(2)` of the modification time: the status-change time becomes now.
+    func setModified(_ path: String, to nanoseconds: Int64) throws {
+        try locked {
+            guard nodes[path] != nil else { throw POSIXError(.ENOENT) }
+            nodes[path]!.modified = nanoseconds
+            nodes[path]!.changed = clock.now
+        }
+    }
+
     /// The inode of the file at `path`, made empty when missing.
     func openFile(_ path: String, create: Bool) throws -> UInt64 {
         try locked {
@@ -275,6 +284,12 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
     func replaceItem(at target: URL, withItemAt source: URL) throws {
         try check()
         try volume.rename(source.path, to: target.path, replacing: true)
+        try changed()
+    }
+
+    func setModificationTime(of url: URL, to nanoseconds: Int64) throws {
+        try check()
+        try volume.setModified(url.path, to: nanoseconds)
         try changed()
     }
 

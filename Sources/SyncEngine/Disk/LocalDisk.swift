@@ -26,6 +26,9 @@ public protocol LocalDisk: Sendable {
     func moveItem(at source: URL, to target: URL) throws
     /// Puts the item at `source` in the place of `target` in one step (`rename`): a file there is replaced.
     func replaceItem(at target: URL, withItemAt source: URL) throws
+    /// Sets the modification time of the file at `url` to `nanoseconds` since 1970 (`utimensat`); its status-change
+    /// time becomes now.
+    func setModificationTime(of url: URL, to nanoseconds: Int64) throws
     /// Opens the file at `url` for reading and writing, creating it empty when missing.
     func openFile(at url: URL) throws -> any DiskFile
     /// Opens the file at `url` for reading.

@@ -35,6 +35,17 @@ public struct PosixDisk: LocalDisk {
         guard rename(source.path, target.path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
 
+    public func setModificationTime(of url: URL, to nanoseconds: Int64) throws {
+        let (seconds, remainder) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
+        let (whole, fraction) = remainder < 0 ? (seconds - 1, remainder + 1_000_000_000) : (seconds, remainder)
+        // The access time is left as it is: `UTIME_OMIT`, which Glibc's Swift module leaves out.
+        let omit = (1 << 30) - 2
+        let times = [timespec(tv_sec: 0, tv_nsec: omit), timespec(tv_sec: Int(whole), tv_nsec: Int(fraction))]
+        guard utimensat(AT_FDCWD, url.path, times, 0) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+    }
+
     public func openFile(at url: URL) throws -> any DiskFile {
         try PosixFile(url, flags: O_RDWR | O_CREAT | O_CLOEXEC)
     }

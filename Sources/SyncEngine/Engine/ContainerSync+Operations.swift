@@ -309,12 +309,18 @@ extension ContainerSync {
         let replaced = layout.temporary.appendingPathComponent(newIdentifier().uuidString.lowercased())
         let (scanner, chunker, kind, disk) = (scanner, configuration.chunker, item.item.kind, disk)
         let (expectedHash, synced) = (item.observation.synced?.contentHash, item.observation.synced?.identity)
+        // A file takes the modification time of the version (when it was saved on its device), as a copy keeps its
+        // original's. Set before the identity is taken, it also makes that identity one the next scans trust without
+        // reading the file again (not racy) when the version is older than a clock tick; any later write makes the
+        // modification time now, which tells it apart.
+        let modified = kind == .file ? Self.nanosecondsSince1970(version.modificationDate) : nil
         // The identity recorded is the one of the bytes just placed: taken inside the coordinated write, and only
         // if the placed item is still the assembled one (same inode, size and modification time); if another
         // writer got in first, the assembled identity is recorded, so the next scan sees that writer's change.
         let placed: LocalFileIdentity
         do {
             placed = try await onDisk {
+                if let modified { try disk.setModificationTime(of: temporary, to: modified) }
                 let assembled = try scanner.identity(of: temporary, kind: kind)
                 return try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
                     // Only content that is safe (on the service, or nothing at all) is replaced: a save that
@@ -347,6 +353,11 @@ extension ContainerSync {
         item.observation.recordPlaced(view, identity: placed)
         item.downloadError = nil
         try await store(item, chunkLocations: chunkLocations(of: version.manifest, for: item.item))
+    }
+
+    /// `date` in nanoseconds since 1970, to the microsecond the service keeps.
+    static func nanosecondsSince1970(_ date: Date) -> Int64 {
+        (WireTimestamp.microseconds(of: date) + 978_307_200_000_000) * 1_000
     }
 
     /// Removes the local copy at `path` if it is still `expecting` (and, for a racy identity, the synced content),

@@ -103,6 +103,32 @@ struct TwoDeviceSyncTests {
         }
     }
 
+    @Test(
+        "A downloaded file keeps the modification time it was saved with, and its placed identity is trusted as it is (not racy)"
+    )
+    func downloadKeepsModificationTime() async throws {
+        try await withDevices { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            try devices.write("flour", to: "Documents/Pantry.txt", on: laptop)
+            let saved = Date(timeIntervalSince1970: 1_790_000_000.123456)
+            try FileManager.default.setAttributes(
+                [.modificationDate: saved], ofItemAtPath: devices.file("Documents/Pantry.txt", on: laptop).path)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            #expect(devices.read("Documents/Pantry.txt", on: desktop) == "flour")
+            let placed = try #require(FileIdentity.of(path: devices.file("Documents/Pantry.txt", on: desktop).path))
+            let original = try #require(FileIdentity.of(path: devices.file("Documents/Pantry.txt", on: laptop).path))
+            #expect(placed.modified / 1_000 == original.modified / 1_000, "the same time, to the microsecond")
+            let item = try #require(try await desktop.item(at: ItemPath("Documents/Pantry.txt")))
+            let recorded = try #require(item.identity)
+            #expect(!recorded.isRacy)
+            #expect(recorded == placed)
+            // The next round finds it in step as recorded.
+            try await desktop.syncOnce()
+            #expect(try await desktop.item(at: ItemPath("Documents/Pantry.txt"))?.identity == placed)
+        }
+    }
+
     @Test("Many items planned three at a time: created in folders, then some renamed and some deleted, arrive whole")
     func manyItemsPlannedInPages() async throws {
         try await withDevices(planningPage: 3) { devices in

@@ -28,6 +28,9 @@ struct LocalObservationScopeTests {
         func replaceItem(at target: URL, withItemAt source: URL) throws {
             try disk.replaceItem(at: target, withItemAt: source)
         }
+        func setModificationTime(of url: URL, to nanoseconds: Int64) throws {
+            try disk.setModificationTime(of: url, to: nanoseconds)
+        }
         func openFile(at url: URL) throws -> any DiskFile { try disk.openFile(at: url) }
         func openFileForReading(at url: URL) throws -> any DiskFile { try disk.openFileForReading(at: url) }
         func chunksAndContentHash(ofFileAt url: URL, chunker: FileChunker) throws -> ChunkedContent {
