@@ -63,8 +63,10 @@ struct EngineProcess {
 
     /// In the child: runs the engine, answering each line of standard input with memory figures until it closes.
     static func serve(_ specification: Specification) async throws {
-        // As `ubiquity sync` does.
+        // As `ubiquity sync` does: arenas limited, free memory given back every second.
         AllocatorArenas.limitToCores()
+        let trimming = Task { await AllocatorArenas.releaseFreeMemory(every: .seconds(1)) }
+        defer { trimming.cancel() }
         let baseline = ProcessMemory.current
         let layout = ContainerLayout(
             root: URL(fileURLWithPath: specification.root, isDirectory: true),

@@ -210,6 +210,8 @@ struct SyncCommand: AsyncParsableCommand {
         }
         print("syncing \(layout.folder.path) with \(profile.server); stop with Ctrl-C")
         AllocatorArenas.limitToCores()
+        let trimming = Task { await AllocatorArenas.releaseFreeMemory(every: .seconds(1)) }
+        defer { trimming.cancel() }
         let engine = ContainerEngine(sync: sync, pushToken: profile.token, logger: logger)
         try await ServiceGroup(
             configuration: .init(services: [engine], gracefulShutdownSignals: [.sigint, .sigterm], logger: logger)

@@ -93,6 +93,8 @@ extension ServerCommand {
 
         func run() async throws {
             AllocatorArenas.limitToCores()
+            let trimming = Task { await AllocatorArenas.releaseFreeMemory(every: .seconds(1)) }
+            defer { trimming.cancel() }
             var logger = Logger(label: "ubiquity.server")
             logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
             var configuration = ServerConfiguration(
