@@ -322,13 +322,13 @@ extension ContainerSync {
                 if !lanes.busy.contains(id) || ItemLanes.held.contains(id), !together.touches(id) {
                     let known = try state.record(id)
                     if let answer = answers[id], let before = asked[id], before == known {
-                        try note(answer, into: &together)
+                        try note(answer, into: &together, known: known)
                         continue
                     }
                     switch knowledge(of: id, known, changes[id] ?? []) {
                     case .known: continue
                     case .created(let record):
-                        try note(ItemDetail(item: record, versions: []), into: &together)
+                        try note(ItemDetail(item: record, versions: []), into: &together, known: known)
                         continue
                     case .ask: break
                     }
@@ -430,8 +430,11 @@ extension ContainerSync {
 
     /// Works out what observing `detail` writes (see ``observe(_:)``) over the database and the writes
     /// already in `together`, and adds it there. Call it in the item's lane, or on the actor with the lane free and
-    /// `together` written before the next suspension.
-    private func note(_ detail: ItemDetail, into together: inout ObservedTogether) throws {
+    /// `together` written before the next suspension. `known` is the item's record as the database holds it, when the
+    /// caller has just read it (`nil`: read here).
+    private func note(
+        _ detail: ItemDetail, into together: inout ObservedTogether, known read: StoredItem?? = nil
+    ) throws {
         let record = detail.item
         let current = detail.versions.first { $0.id == record.currentVersion }
         let view = RemoteView(
@@ -439,7 +442,7 @@ extension ContainerSync {
             size: current?.size ?? 0, isDeleted: record.isDeleted)
         var writes: [RecordWrite] = []
         var stored: StoredItem
-        let known = try together.records[record.id] ?? state.record(record.id)
+        let known = try together.records[record.id] ?? read ?? state.record(record.id)
         if let known {
             stored = known
         } else {
