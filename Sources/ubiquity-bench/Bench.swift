@@ -43,8 +43,6 @@ struct Bench: AsyncParsableCommand {
         }
         // The engines and the service run in this process as `ubiquity sync` and `ubiquity server` run in theirs.
         AllocatorArenas.limitToCores()
-        let trimming = Task { await AllocatorArenas.releaseFreeMemory(every: .seconds(1)) }
-        defer { trimming.cancel() }
         let selected = name == "all" ? Benchmark.all : Benchmark.all.filter { $0.name == name }
         guard !selected.isEmpty else {
             throw ValidationError("no benchmark named \(name.debugDescription); `list` prints the names")

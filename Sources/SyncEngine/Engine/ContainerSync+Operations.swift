@@ -357,7 +357,7 @@ extension ContainerSync {
 
     /// `date` in nanoseconds since 1970, to the microsecond the service keeps.
     static func nanosecondsSince1970(_ date: Date) -> Int64 {
-        (WireTimestamp.microseconds(of: date) + 978_307_200_000_000) * 1_000
+        (WireTimestamp.microseconds(of: date) + Int64(Date.timeIntervalBetween1970AndReferenceDate) * 1_000_000) * 1_000
     }
 
     /// Removes the local copy at `path` if it is still `expecting` (and, for a racy identity, the synced content),
