@@ -22,6 +22,9 @@ public struct ContainerLayout: Hashable, Sendable {
     public init(root: URL, container: ContainerID) {
         self.container = container
         folder = root.appendingPathComponent(container.string, isDirectory: true)
+        documents = folder.appendingPathComponent("Documents", isDirectory: true)
+        privateFolder = folder.appendingPathComponent(ItemPath.reservedFolderName, isDirectory: true)
+        temporary = privateFolder.appendingPathComponent("tmp", isDirectory: true)
     }
 
     /// The default root: `$XDG_DATA_HOME/ubiquity`, or `~/.local/share/ubiquity`.
@@ -34,9 +37,9 @@ public struct ContainerLayout: Hashable, Sendable {
     }
 
     /// `Documents/`.
-    public var documents: URL { folder.appendingPathComponent("Documents", isDirectory: true) }
+    public let documents: URL
     /// `.ubiquity/`.
-    public var privateFolder: URL { folder.appendingPathComponent(ItemPath.reservedFolderName, isDirectory: true) }
+    public let privateFolder: URL
     /// The local state database.
     public var stateDatabase: URL { privateFolder.appendingPathComponent("state.sqlite") }
     /// The chunk cache.
@@ -44,7 +47,7 @@ public struct ContainerLayout: Hashable, Sendable {
     /// Downloaded other versions.
     public var versions: URL { privateFolder.appendingPathComponent("versions", isDirectory: true) }
     /// Downloads being assembled.
-    public var temporary: URL { privateFolder.appendingPathComponent("tmp", isDirectory: true) }
+    public let temporary: URL
     /// The engine's lock file.
     public var lockFile: URL { privateFolder.appendingPathComponent("engine.lock") }
     /// The engine's socket.

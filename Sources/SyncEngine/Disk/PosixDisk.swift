@@ -28,8 +28,31 @@ public struct PosixDisk: LocalDisk {
     public func removeEmptyDirectory(at url: URL) -> Bool { rmdir(url.path) == 0 || errno == ENOENT }
 
     public func moveItem(at source: URL, to target: URL) throws {
+        // One `renameat2` that refuses to replace; Foundation's move where the file system cannot do that (or the
+        // target is on another one): it looks before it renames, and copies across file systems.
+        if let renameNoReplace = Self.renameNoReplace {
+            if renameNoReplace(AT_FDCWD, source.path, AT_FDCWD, target.path, 1 /* RENAME_NOREPLACE */) == 0 { return }
+            let failure = errno
+            guard [EINVAL, ENOSYS, EXDEV].contains(failure) else {
+                throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
+            }
+        }
         try FileManager.default.moveItem(at: source, to: target)
     }
+
+    /// `renameat2(2)`, which Glibc's Swift module leaves out; `nil` where the C library lacks it.
+    private static let renameNoReplace:
+        (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)? = {
+            #if os(Linux)
+                guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "renameat2") else { return nil }
+                return unsafeBitCast(
+                    symbol,
+                    to: (@convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32)
+                        .self)
+            #else
+                return nil
+            #endif
+        }()
 
     public func replaceItem(at target: URL, withItemAt source: URL) throws {
         guard rename(source.path, target.path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
