@@ -99,6 +99,7 @@ extension ContainerSync {
         // Handed over under a name of its own: the partial name is free for the next download of this content.
         let handed = layout.temporary.appendingPathComponent(newIdentifier().uuidString.lowercased())
         try disk.moveItem(at: partial, to: handed)
+        partialFiles?.remove(name)
         return handed
     }
 
@@ -108,12 +109,11 @@ extension ContainerSync {
         let trusted = await stopPrefetch(named: name)
         // Partial downloads of other versions of this item are of no more use.
         let prefix = "\(item.id.string)."
-        for other in (try? disk.contentsOfDirectory(at: layout.temporary)) ?? []
-        where other.hasPrefix(prefix) && other != name && other.hasSuffix(Self.partialSuffix) && downloads[other] == nil
-            && !isPrefetched(other)
-        {
-            try? disk.removeItem(at: layout.temporary.appendingPathComponent(other))
+        for other in try listPartialFiles()
+        where other.hasPrefix(prefix) && other != name && downloads[other] == nil && !isPrefetched(other) {
+            removePartialFile(named: other)
         }
+        partialFiles?.insert(name)
         setTransfer(ItemTransfer(direction: .download, completed: 0, total: version.size), of: item)
         defer { setTransfer(nil, of: item) }
         switch version.manifest {

@@ -42,6 +42,7 @@ extension ContainerSync {
         draftCounts[name] = count
         prefetched[name] = nil
         let url = layout.temporary.appendingPathComponent(name)
+        partialFiles?.insert(name)
         let (service, container, disk, limit) = (service, container, disk, configuration.eagerDownloadLimit)
         let path = known.item.path
         prefetching[name] = Task(executorPreference: configuration.taskExecutor) { [self] in
@@ -71,7 +72,7 @@ extension ContainerSync {
         }
         let told = draftCounts.removeValue(forKey: name) ?? 0
         guard ending != .tooLarge, progress.bytes > 0 else {
-            try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
+            removePartialFile(named: name)
             return
         }
         prefetched[name] = progress
@@ -128,7 +129,7 @@ extension ContainerSync {
             if let record = try state.record(item), record.observation.remote?.version == version { continue }
             if try await service.draft(of: version, of: item, from: progress.chunks, in: container) != nil { continue }
             guard prefetched.removeValue(forKey: name) != nil else { continue }
-            try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
+            removePartialFile(named: name)
         }
     }
 

@@ -105,6 +105,10 @@ public actor ContainerSync {
     var draftCounts: [String: Int] = [:]
     /// The partial files drafts' fetches that ended by themselves left, with how far each got.
     var prefetched: [String: DraftProgress] = [:]
+    /// The names of the partial downloads in `.ubiquity/tmp/`, as far as this sync made, moved and removed them
+    /// since it first listed the folder (`nil` before that): a download finds another version's partial file of
+    /// its item here, not by listing a folder that holds every download under way.
+    var partialFiles: Set<String>?
     /// The last round asked for; the next waits for it.
     var round: Task<Void, any Error>?
     /// Whether a ``ContainerEngine`` drives this sync.
@@ -223,7 +227,8 @@ public actor ContainerSync {
     /// the item's current one any more (a download of the current one is resumed; one under way is left alone).
     func clearStalePartials() throws {
         let suffix = ".download" + Self.partialSuffix
-        for name in (try? disk.contentsOfDirectory(at: layout.temporary)) ?? []
+        partialFiles = nil
+        for name in try listPartialFiles()
         where name.hasSuffix(suffix) && downloads[name] == nil && !isPrefetched(name) {
             let parts = name.dropLast(suffix.count).split(separator: ".")
             let id = parts.first.flatMap { try? ItemID(String($0)) }
@@ -233,8 +238,25 @@ public actor ContainerSync {
             {
                 continue
             }
-            try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
+            removePartialFile(named: name)
         }
+    }
+
+    /// The names of the partial downloads in `.ubiquity/tmp/` (``partialFiles``), listing the folder the first time.
+    func listPartialFiles() throws -> Set<String> {
+        if let partialFiles { return partialFiles }
+        let listed = Set(
+            ((try? disk.contentsOfDirectory(at: layout.temporary)) ?? []).filter {
+                $0.hasSuffix(Self.partialSuffix)
+            })
+        partialFiles = listed
+        return listed
+    }
+
+    /// Removes the partial download `name` from `.ubiquity/tmp/`, if it is there.
+    func removePartialFile(named name: String) {
+        try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
+        partialFiles?.remove(name)
     }
 
     /// Clears what a stopped engine left in `.ubiquity/tmp/` but partial downloads (resumed when next asked for).

@@ -220,6 +220,56 @@ struct TransferTests {
         await service.remove()
     }
 
+    @Test(
+        "After a restart, a new version's download removes the partial file an older one left, and downloads list the temporary folder once"
+    )
+    func olderPartialDownloadRemoved() async throws {
+        let service = try await LocalService.start()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-old-partial-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let (laptop, desktop) = try await devices(service, root: root, eagerLimit: 0)
+        let path = try ItemPath("Documents/Movie.bin")
+        let bytes = Self.randomBytes(1 << 20, seed: 12)
+        try Data(bytes).write(to: laptop.layout.url(of: path))
+        try await laptop.syncOnce()
+        try await desktop.syncOnce()
+        let item = try #require(try await desktop.item(at: path))
+        let first = try #require(try await desktop.versions(of: path).versions.first)
+
+        var edited = bytes
+        edited[500_000] &+= 1
+        try Data(edited).write(to: laptop.layout.url(of: path))
+        let others = try (1...5).map { try ItemPath("Documents/Note \($0).txt") }
+        for (number, other) in others.enumerated() {
+            try Data("note \(number)".utf8).write(to: laptop.layout.url(of: other))
+        }
+        try await laptop.syncOnce()
+        try await desktop.syncOnce()
+        // What an engine stopped in the first version's download left.
+        let stale = desktop.layout.temporary.appendingPathComponent(
+            "\(item.id.string).\(first.id.string).download.partial")
+        try Data(bytes[0..<1000]).write(to: stale)
+        desktop.releaseLock()
+        let disk = CountingDisk()
+        var configuration = desktop.configuration
+        configuration.disk = disk
+        let restarted = try ContainerSync(
+            layout: desktop.layout, client: desktop.client, device: desktop.device, configuration: configuration)
+
+        try await restarted.download(path)
+        for other in others { try await restarted.download(other) }
+        #expect(try Data(contentsOf: desktop.layout.url(of: path)) == Data(edited))
+        for (number, other) in others.enumerated() {
+            #expect(try Data(contentsOf: desktop.layout.url(of: other)) == Data("note \(number)".utf8))
+        }
+        #expect(!FileManager.default.fileExists(atPath: stale.path), "the older version's partial file is gone")
+        let left = try FileManager.default.contentsOfDirectory(atPath: desktop.layout.temporary.path)
+        #expect(left.isEmpty, "nothing else is left behind: \(left)")
+        #expect(disk.listings(of: desktop.layout.temporary) == 1, "six downloads, the folder listed once")
+        await service.remove()
+    }
+
     @Test("A download the service cannot serve is recorded on the item, the round goes on, and it is tried again")
     func failedDownloadIsRecordedAndRetried() async throws {
         let service = try await LocalService.start()

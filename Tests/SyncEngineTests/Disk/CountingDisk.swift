@@ -1,0 +1,35 @@
+import DocumentKit
+import Foundation
+import Synchronization
+
+@testable import SyncEngine
+
+/// The machine's file system, counting the listings of each folder.
+final class CountingDisk: LocalDisk {
+    private let disk = PosixDisk()
+    private let listings = Mutex<[String: Int]>([:])
+
+    func listings(of url: URL) -> Int { listings.withLock { $0[url.standardizedFileURL.path, default: 0] } }
+
+    func identity(at url: URL) -> FileIdentity? { disk.identity(at: url) }
+    func contentsOfDirectory(at url: URL) throws -> [String] {
+        listings.withLock { $0[url.standardizedFileURL.path, default: 0] += 1 }
+        return try disk.contentsOfDirectory(at: url)
+    }
+    func createDirectory(at url: URL) throws { try disk.createDirectory(at: url) }
+    func removeItem(at url: URL) throws { try disk.removeItem(at: url) }
+    func removeEmptyDirectory(at url: URL) -> Bool { disk.removeEmptyDirectory(at: url) }
+    func moveItem(at source: URL, to target: URL) throws { try disk.moveItem(at: source, to: target) }
+    func replaceItem(at target: URL, withItemAt source: URL) throws {
+        try disk.replaceItem(at: target, withItemAt: source)
+    }
+    func setModificationTime(of url: URL, to nanoseconds: Int64) throws {
+        try disk.setModificationTime(of: url, to: nanoseconds)
+    }
+    func openFile(at url: URL) throws -> any DiskFile { try disk.openFile(at: url) }
+    func openFileForReading(at url: URL) throws -> any DiskFile { try disk.openFileForReading(at: url) }
+    func chunksAndContentHash(ofFileAt url: URL, chunker: FileChunker) throws -> ChunkedContent {
+        try disk.chunksAndContentHash(ofFileAt: url, chunker: chunker)
+    }
+    var blocksThreads: Bool { disk.blocksThreads }
+}
