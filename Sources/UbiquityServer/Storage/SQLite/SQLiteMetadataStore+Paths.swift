@@ -23,7 +23,15 @@ extension SQLiteMetadataStore {
                 throw refuse("it differs only in case or normalisation from the folder \(folder)")
             }
         }
-        for ancestor in path.ancestors {
+        // The parent's folder row, spelled as this path spells it, was made by a claim that checked every ancestor.
+        // Each has kept its row and spelling since (an item beneath holds it), and no item of another kind or
+        // spelling can be put at one while it has: they need no look of their own.
+        let ancestors = path.ancestors
+        if let nearest = ancestors.last, try folderPath(key: nearest.collisionKey, in: key, db: db) == nearest.string {
+            try count(ancestors, in: key, db: db)
+            return
+        }
+        for ancestor in ancestors {
             if let item = try liveItem(key: ancestor.collisionKey, in: key, db: db),
                 item.kind != ItemKind.directory.rawValue || item.path != ancestor.string
             {
@@ -36,7 +44,12 @@ extension SQLiteMetadataStore {
                 throw refuse("\(ancestor) differs only in case or normalisation from the folder \(folder)")
             }
         }
-        for ancestor in path.ancestors {
+        try count(ancestors, in: key, db: db)
+    }
+
+    /// Counts one more live item beneath each of `ancestors`.
+    private static func count(_ ancestors: [ItemPath], in key: ContainerKey, db: Database) throws {
+        for ancestor in ancestors {
             try db.run(
                 sql: """
                     INSERT INTO folder (account_id, container_id, path_key, path, item_count) VALUES (?, ?, ?, ?, 1)
