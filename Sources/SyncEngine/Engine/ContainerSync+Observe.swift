@@ -305,8 +305,9 @@ extension ContainerSync {
             // answer older than an operation's outcome never overwrites it).
             var asked: [ItemID: StoredItem?] = [:]
             var question: [(id: ItemID, have: VersionRecord?)] = []
+            let stored = try state.records(byID: touched)
             for id in touched {
-                let known = try state.record(id)
+                let known = stored[id]
                 guard case .ask = knowledge(of: id, known, changes[id] ?? []) else { continue }
                 asked.updateValue(known, forKey: id)
                 question.append((id, try known.flatMap { _ in try state.currentVersionRecord(of: id) }))
@@ -318,9 +319,13 @@ extension ContainerSync {
             // What the page tells without asking again, of items no operation holds, is observed together: one
             // transaction for all, written before anything here waits (so no operation takes their lanes meanwhile).
             var together = ObservedTogether()
-            for id in touched {
+            // The records of the items still to be observed, read together; again after anything was written or
+            // awaited (until then, only this loop writes the records of items no operation holds).
+            var read: [ItemID: StoredItem]?
+            for (index, id) in touched.enumerated() {
                 if !lanes.busy.contains(id) || ItemLanes.held.contains(id), !together.touches(id) {
-                    let known = try state.record(id)
+                    if read == nil { read = try state.records(byID: Array(touched[index...])) }
+                    let known = read?[id]
                     if let answer = answers[id], let before = asked[id], before == known {
                         try note(answer, into: &together, known: known)
                         continue
@@ -335,6 +340,7 @@ extension ContainerSync {
                 }
                 try observe(together)
                 together = ObservedTogether()
+                read = nil
                 try await inLane(id) {
                     let known = try state.record(id)
                     if let answer = answers[id], let before = asked[id], before == known {

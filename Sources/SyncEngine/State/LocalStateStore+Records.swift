@@ -235,6 +235,17 @@ extension LocalStateStore {
         return Self.distinct(try fetch(queries))
     }
 
+    /// The records of the items `ids` that exist, by id: those the cache holds from it, the rest read together.
+    public func records(byID ids: [ItemID]) throws -> [ItemID: StoredItem] {
+        var found: [ItemID: StoredItem] = [:]
+        var missing: [ItemID] = []
+        for id in ids {
+            if let cached = cache.record(id) { found[id] = cached } else { missing.append(id) }
+        }
+        for record in try records(missing) { found[record.id] = record }
+        return found
+    }
+
     /// The records of the items at `paths` (as apps see them).
     public func records(at paths: [ItemPath]) throws -> [StoredItem] {
         let queries = paths.map { path -> (String, StatementArguments) in
