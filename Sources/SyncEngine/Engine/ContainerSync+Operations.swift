@@ -306,44 +306,28 @@ extension ContainerSync {
         }
         let destination = layout.url(of: path)
         try disk.createDirectory(at: destination.deletingLastPathComponent())
-        let replaced = layout.temporary.appendingPathComponent(newIdentifier().uuidString.lowercased())
-        let (scanner, chunker, kind, disk) = (scanner, configuration.chunker, item.item.kind, disk)
-        let (expectedHash, synced) = (item.observation.synced?.contentHash, item.observation.synced?.identity)
+        let kind = item.item.kind
         // A file takes the modification time of the version (when it was saved on its device), as a copy keeps its
         // original's. Set before the identity is taken, it also makes that identity one the next scans trust without
         // reading the file again (not racy) when the version is older than a clock tick; any later write makes the
         // modification time now, which tells it apart.
-        let modified = kind == .file ? Self.nanosecondsSince1970(version.modificationDate) : nil
-        // The identity recorded is the one of the bytes just placed: taken inside the coordinated write, and only
-        // if the placed item is still the assembled one (same inode, size and modification time); if another
-        // writer got in first, the assembled identity is recorded, so the next scan sees that writer's change.
+        let placement = Placement(
+            temporary: temporary, destination: destination,
+            movedAside: layout.temporary.appendingPathComponent(newIdentifier().uuidString.lowercased()),
+            replacing: replacing, synced: item.observation.synced?.identity,
+            syncedHash: item.observation.synced?.contentHash, kind: kind,
+            modified: kind == .file ? Self.nanosecondsSince1970(version.modificationDate) : nil)
         let placed: LocalFileIdentity
         do {
-            placed = try await onDisk {
-                if let modified { try disk.setModificationTime(of: temporary, to: modified) }
-                let assembled = try scanner.identity(of: temporary, kind: kind)
-                return try FileCoordinator().coordinate(writingItemAt: destination, options: .forReplacing) { url in
-                    // Only content that is safe (on the service, or nothing at all) is replaced: a save that
-                    // landed since the plan — one a presenter made when asked to make way, say — stays.
-                    let check = Self.checkLocalCopy(
-                        at: url, recorded: replacing, synced: synced, contentHash: expectedHash, kind: kind,
-                        scanner: scanner, chunker: chunker)
-                    guard replacing == nil ? check == .absent : check == .unchanged else { throw LocalCopyChanged() }
-                    if disk.isDirectory(url) {
-                        try disk.moveItem(at: url, to: replaced)  // an old package makes way whole
-                    }
-                    try disk.replaceItem(at: url, withItemAt: temporary)
-                    let now = try scanner.identity(of: url, kind: kind)
-                    return now.isUnchanged(since: assembled) ? now : assembled
-                }
-            }
+            let done = try await placements.submit(placement)
+            if done.movedAside { try? disk.removeItem(at: placement.movedAside) }
+            placed = done.identity
         } catch is LocalCopyChanged {
             try? disk.removeItem(at: temporary)
             logger.notice(
                 "a save landed before a download was put in place; it goes up first", metadata: ["path": "\(path)"])
             throw LocalCopyChanged()
         }
-        try? disk.removeItem(at: replaced)
         var view = item.observation.remote ?? RemoteView(path: path, kind: kind)
         view.path = path
         view.version = version.id

@@ -75,6 +75,8 @@ public actor ContainerSync {
     nonisolated let smallUploads: RequestBatcher<[UploadChunk], Void>
     /// The reads of new small files that concurrent operations ask for, taken under one coordination.
     nonisolated let smallReads: RequestBatcher<ItemPath, ContentRead>
+    /// The placements of downloads that concurrent operations ask for, taken under one coordination.
+    nonisolated let placements: RequestBatcher<Placement, Placed>
     /// The uploads larger than ``smallUploadBytes`` under way (``largeUploadCount`` at most), whatever the number of
     /// operations under way.
     nonisolated let largeUploads = TransferSlots(largeUploadCount)
@@ -147,6 +149,8 @@ public actor ContainerSync {
         self.scanner = scanner
         self.smallReads = Self.smallReadBatcher(
             layout: layout, scanner: scanner, chunker: configuration.chunker, disk: configuration.disk)
+        self.placements = Self.placementBatcher(
+            scanner: scanner, chunker: configuration.chunker, disk: configuration.disk)
         self.logger = logger
         if !configuration.disk.blocksThreads { try configuration.disk.createDirectory(at: layout.temporary) }
     }
