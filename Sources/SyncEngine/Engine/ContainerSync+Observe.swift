@@ -321,19 +321,30 @@ extension ContainerSync {
             var together = ObservedTogether()
             // The records of the items still to be observed, read together; again after anything was written or
             // awaited (until then, only this loop writes the records of items no operation holds).
+            // So are the records at the paths of the items heard of for the first time (``note``'s candidates).
             var read: [ItemID: StoredItem]?
+            var atPaths: [ItemPath: [StoredItem]] = [:]
             for (index, id) in touched.enumerated() {
                 if !lanes.busy.contains(id) || ItemLanes.held.contains(id), !together.touches(id) {
-                    if read == nil { read = try state.records(byID: Array(touched[index...])) }
+                    if read == nil {
+                        let records = try state.records(byID: Array(touched[index...]))
+                        let paths = touched[index...].filter { records[$0] == nil }.compactMap { id in
+                            answers[id]?.item.path ?? (changes[id]).flatMap(Self.created(alone:))?.path
+                        }
+                        atPaths = Dictionary(grouping: try state.records(at: paths), by: \.path)
+                        read = records
+                    }
                     let known = read?[id]
                     if let answer = answers[id], let before = asked[id], before == known {
-                        try note(answer, into: &together, known: known)
+                        try note(answer, into: &together, known: known, atPath: atPaths[answer.item.path] ?? [])
                         continue
                     }
                     switch knowledge(of: id, known, changes[id] ?? []) {
                     case .known: continue
                     case .created(let record):
-                        try note(ItemDetail(item: record, versions: []), into: &together, known: known)
+                        try note(
+                            ItemDetail(item: record, versions: []), into: &together, known: known,
+                            atPath: atPaths[record.path] ?? [])
                         continue
                     case .ask: break
                     }
@@ -436,10 +447,11 @@ extension ContainerSync {
 
     /// Works out what observing `detail` writes (see ``observe(_:)``) over the database and the writes
     /// already in `together`, and adds it there. Call it in the item's lane, or on the actor with the lane free and
-    /// `together` written before the next suspension. `known` is the item's record as the database holds it, when the
-    /// caller has just read it (`nil`: read here).
+    /// `together` written before the next suspension. `known` is the item's record as the database holds it, and
+    /// `atPath` the records at the detail's path, when the caller has just read them (`nil`: read here).
     private func note(
-        _ detail: ItemDetail, into together: inout ObservedTogether, known read: StoredItem?? = nil
+        _ detail: ItemDetail, into together: inout ObservedTogether, known read: StoredItem?? = nil,
+        atPath: [StoredItem]? = nil
     ) throws {
         let record = detail.item
         let current = detail.versions.first { $0.id == record.currentVersion }
@@ -454,7 +466,7 @@ extension ContainerSync {
         } else {
             guard !record.isDeleted else { return }
             stored = StoredItem(ItemObservation(id: record.id))
-            let candidates = try state.records(atOrBelow: [record.path.string]).compactMap { found in
+            let candidates = try (atPath ?? state.records(at: [record.path])).compactMap { found in
                 together.records[found.id] ?? found
             }.filter { !lanes.busy.contains($0.id) }
             let sameOne = LocalObservation.madeHereToo(
