@@ -751,8 +751,13 @@ extension ServiceWorld {
             let pageSize = min(max(1, min(limit, limits.changesPerPage)), 100_000)
             let start = try since.map { try position(of: $0, in: .changes, latest: feed.count) } ?? 0
             let end = min(feed.count, start + pageSize)
+            let changes = Array(feed[start..<end])
+            // As the real service does: the small first versions of the items the page creates, as they are now.
+            let versions = FeedVersions.wanted(by: changes).compactMap { id in
+                versionOwners[id].flatMap { items[$0]?.versions.versions[id] }
+            }.filter(FeedVersions.carries)
             return ChangePage(
-                changes: Array(feed[start..<end]), nextToken: token(.changes, at: end), hasMore: end < feed.count)
+                changes: changes, nextToken: token(.changes, at: end), hasMore: end < feed.count, versions: versions)
         }
 
         func keyValues(since: ChangeToken?) throws -> KeyValueChanges {

@@ -296,6 +296,7 @@ extension ContainerSync {
             }
             var touched: [ItemID] = []
             var changes: [ItemID: [Change]] = [:]
+            let versions = Dictionary(page.versions.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             for change in page.changes {
                 if changes[change.itemID] == nil { touched.append(change.itemID) }
                 changes[change.itemID, default: []].append(change)
@@ -308,7 +309,7 @@ extension ContainerSync {
             let stored = try state.records(byID: touched)
             for id in touched {
                 let known = stored[id]
-                guard case .ask = knowledge(of: id, known, changes[id] ?? []) else { continue }
+                guard case .ask = knowledge(of: id, known, changes[id] ?? [], versions) else { continue }
                 asked.updateValue(known, forKey: id)
                 question.append((id, try known.flatMap { _ in try state.currentVersionRecord(of: id) }))
             }
@@ -329,7 +330,7 @@ extension ContainerSync {
                     if read == nil {
                         let records = try state.records(byID: Array(touched[index...]))
                         let paths = touched[index...].filter { records[$0] == nil }.compactMap { id in
-                            answers[id]?.item.path ?? (changes[id]).flatMap(Self.created(alone:))?.path
+                            answers[id]?.item.path ?? Self.created(changes[id] ?? [], versions)?.item.path
                         }
                         atPaths = Dictionary(grouping: try state.records(at: paths), by: \.path)
                         read = records
@@ -339,12 +340,10 @@ extension ContainerSync {
                         try note(answer, into: &together, known: known, atPath: atPaths[answer.item.path] ?? [])
                         continue
                     }
-                    switch knowledge(of: id, known, changes[id] ?? []) {
+                    switch knowledge(of: id, known, changes[id] ?? [], versions) {
                     case .known: continue
-                    case .created(let record):
-                        try note(
-                            ItemDetail(item: record, versions: []), into: &together, known: known,
-                            atPath: atPaths[record.path] ?? [])
+                    case .created(let detail):
+                        try note(detail, into: &together, known: known, atPath: atPaths[detail.item.path] ?? [])
                         continue
                     case .ask: break
                     }
@@ -358,9 +357,9 @@ extension ContainerSync {
                         try observe(answer)
                         return
                     }
-                    switch knowledge(of: id, known, changes[id] ?? []) {
+                    switch knowledge(of: id, known, changes[id] ?? [], versions) {
                     case .known: break
-                    case .created(let record): try observe(ItemDetail(item: record, versions: []))
+                    case .created(let detail): try observe(detail)
                     case .ask: try observe(try await detail(of: id))
                     }
                 }
@@ -380,17 +379,20 @@ extension ContainerSync {
     enum FeedKnowledge {
         /// Nothing: its record shows them (this device's own new item, heard back: ``shows(_:_:)``).
         case known
-        /// A new item whose creation is all the page says of it: the service's record is the change's
-        /// (``created(alone:)``).
-        case created(ItemRecord)
+        /// A new item whose creation (with its first version, when the page carries its record) is all the page
+        /// says of it: what asking would answer as of the page (``created(_:_:)``).
+        case created(ItemDetail)
         /// The rest: the service is asked.
         case ask
     }
 
-    /// What one page's `changes` of item `id` (its record `known`) leave this device to learn.
-    private func knowledge(of id: ItemID, _ known: StoredItem?, _ changes: [Change]) -> FeedKnowledge {
+    /// What one page's `changes` of item `id` (its record `known`) leave this device to learn; `versions` are the
+    /// version records the page carries.
+    private func knowledge(
+        of id: ItemID, _ known: StoredItem?, _ changes: [Change], _ versions: [VersionID: VersionRecord]
+    ) -> FeedKnowledge {
         if let known { return Self.shows(changes, known.observation.remote) ? .known : .ask }
-        return Self.created(alone: changes).map(FeedKnowledge.created) ?? .ask
+        return Self.created(changes, versions).map(FeedKnowledge.created) ?? .ask
     }
 
     /// Whether `changes` (one page's, of one item) are only the item's creation, with or without its first version,
@@ -413,11 +415,24 @@ extension ContainerSync {
         return created
     }
 
-    /// The service's record of an item heard of for the first time, when all `changes` (one page's) say is that it
-    /// was made: its path and kind, no version yet — what asking would answer as of the page.
-    static func created(alone changes: [Change]) -> ItemRecord? {
-        guard changes.count == 1, case .itemCreated(let id, let path, let kind) = changes[0] else { return nil }
-        return ItemRecord(id: id, path: path, kind: kind)
+    /// What asking about an item heard of for the first time would answer as of the page, when all `changes` (one
+    /// page's) say is that it was made: its path and kind, and no version yet; or that and its first version, made
+    /// current, whose record the page carries among `versions` (as it is now, so not taken when it has become a
+    /// conflict version since: the current one is then another, named further on in the feed).
+    static func created(_ changes: [Change], _ versions: [VersionID: VersionRecord]) -> ItemDetail? {
+        guard let first = changes.first, case .itemCreated(let id, let path, let kind) = first else { return nil }
+        switch changes.dropFirst().first {
+        case nil:
+            return ItemDetail(item: ItemRecord(id: id, path: path, kind: kind), versions: [])
+        case .versionAdded(id, let version)?:
+            guard changes.count == 3, changes[2] == .itemChanged(itemID: id, currentVersion: version),
+                let record = versions[version], record.itemID == id, !record.isConflict, !record.isResolved
+            else { return nil }
+            return ItemDetail(
+                item: ItemRecord(id: id, path: path, kind: kind, currentVersion: version), versions: [record])
+        default:
+            return nil
+        }
     }
 
     /// The service's feed token key in the state database.

@@ -287,6 +287,7 @@ extension ChangePage: WireJSONReadable {
         var changes = WireJSONField<[Change]>()
         var nextToken = WireJSONField<ChangeToken>()
         var hasMore = WireJSONField<Bool>()
+        var versions: [VersionRecord] = []
         try reader.readObject { reader, key in
             switch key {
             case "changes":
@@ -295,10 +296,13 @@ extension ChangePage: WireJSONReadable {
                 changes.set(list)
             case "nextToken": nextToken.set(ChangeToken(try reader.readString()))
             case "hasMore": hasMore.set(try reader.readBool())
+            case "versions": try reader.readArray { reader in versions.append(try reader.read(VersionRecord.self)) }
             default: try reader.skipValue()
             }
         }
-        self.init(changes: try changes.required(), nextToken: try nextToken.required(), hasMore: try hasMore.required())
+        self.init(
+            changes: try changes.required(), nextToken: try nextToken.required(), hasMore: try hasMore.required(),
+            versions: versions)
     }
 }
 

@@ -6,11 +6,36 @@ public struct ChangePage: Hashable, Sendable, Codable {
     public var nextToken: ChangeToken
     /// Whether more changes follow right away (ask again with ``nextToken`` without waiting for a push).
     public var hasMore: Bool
+    /// The records of small first versions the page's changes name (a new item's first content, as it was when
+    /// committed), so that a device hearing of many new small items need not ask for each (a hint: a device may
+    /// always ask, and the service may leave any out).
+    public var versions: [VersionRecord]
 
     /// Creates a page.
-    public init(changes: [Change], nextToken: ChangeToken, hasMore: Bool) {
+    public init(changes: [Change], nextToken: ChangeToken, hasMore: Bool, versions: [VersionRecord] = []) {
         self.changes = changes
         self.nextToken = nextToken
         self.hasMore = hasMore
+        self.versions = versions
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case changes, nextToken, hasMore, versions
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        changes = try container.decode([Change].self, forKey: .changes)
+        nextToken = try container.decode(ChangeToken.self, forKey: .nextToken)
+        hasMore = try container.decode(Bool.self, forKey: .hasMore)
+        versions = try container.decodeIfPresent([VersionRecord].self, forKey: .versions) ?? []
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(changes, forKey: .changes)
+        try container.encode(nextToken, forKey: .nextToken)
+        try container.encode(hasMore, forKey: .hasMore)
+        if !versions.isEmpty { try container.encode(versions, forKey: .versions) }
     }
 }

@@ -262,7 +262,10 @@ enum OpenAPISchemas {
                     "versionID": uuid,
                 ], required: ["type", "itemID"]),
             "ChangePage": object(
-                ["changes": array(ref("Change")), "nextToken": string, "hasMore": boolean],
+                [
+                    "changes": array(ref("Change")), "nextToken": string, "hasMore": boolean,
+                    "versions": array(ref("VersionRecord")),
+                ],
                 required: ["changes", "nextToken", "hasMore"]),
             "PropertyListValue": [
                 "description": "a property-list value tagged by type",

@@ -44,14 +44,43 @@ struct FeedKnowledgeTests {
         #expect(!ContainerSync.shows([], remote))
     }
 
-    @Test("an item first heard of by its creation alone is recorded from the change; with more, it is asked about")
-    func creationAlone() {
+    @Test(
+        "an item first heard of by its creation alone, or with its first version whose record the page carries, is recorded from the page; with more, it is asked about"
+    )
+    func creationAlone() throws {
         let item = ItemID()
         let created = Change.itemCreated(itemID: item, path: Self.path, kind: .file)
-        #expect(ContainerSync.created(alone: [created]) == ItemRecord(id: item, path: Self.path, kind: .file))
-        #expect(ContainerSync.created(alone: [created, .versionAdded(itemID: item, versionID: VersionID())]) == nil)
-        #expect(ContainerSync.created(alone: [created, .itemDeleted(itemID: item)]) == nil)
-        #expect(ContainerSync.created(alone: [.itemDeleted(itemID: item)]) == nil)
-        #expect(ContainerSync.created(alone: []) == nil)
+        #expect(
+            ContainerSync.created([created], [:])
+                == ItemDetail(item: ItemRecord(id: item, path: Self.path, kind: .file), versions: []))
+
+        let first = VersionRecord(
+            id: VersionID(), itemID: item, manifest: .file([]), contentHash: try LocalContent.hash(of: .file([])),
+            modificationDate: Date(timeIntervalSince1970: 1_800_000_000),
+            savingDevice: SavingDevice(id: DeviceID(), name: "laptop"))
+        let made = [
+            created, .versionAdded(itemID: item, versionID: first.id),
+            .itemChanged(itemID: item, currentVersion: first.id),
+        ]
+        #expect(
+            ContainerSync.created(made, [first.id: first])
+                == ItemDetail(
+                    item: ItemRecord(id: item, path: Self.path, kind: .file, currentVersion: first.id),
+                    versions: [first]))
+        // Asked about: the first version's record not carried, or carried for another item ...
+        #expect(ContainerSync.created(made, [:]) == nil)
+        var elsewhere = first
+        elsewhere.itemID = ItemID()
+        #expect(ContainerSync.created(made, [first.id: elsewhere]) == nil)
+        // ... a conflict version by now (another is current, further on in the feed), or a resolved one ...
+        var conflict = first
+        conflict.isConflict = true
+        #expect(ContainerSync.created(made, [first.id: conflict]) == nil)
+        // ... a version added but not made current, and anything more than the creation and its first version.
+        #expect(ContainerSync.created(Array(made.prefix(2)), [first.id: first]) == nil)
+        #expect(ContainerSync.created(made + [.itemDeleted(itemID: item)], [first.id: first]) == nil)
+        #expect(ContainerSync.created([created, .itemDeleted(itemID: item)], [:]) == nil)
+        #expect(ContainerSync.created([.itemDeleted(itemID: item)], [:]) == nil)
+        #expect(ContainerSync.created([], [:]) == nil)
     }
 }

@@ -129,6 +129,31 @@ struct TwoDeviceSyncTests {
         }
     }
 
+    @Test(
+        "New small files arrive whole from the feed's page alone: the other device asks the service about none of them"
+    )
+    func newSmallFilesNeedNoQuestion() async throws {
+        try await withDevices { devices in
+            let (laptop, desktop) = (devices.laptop, devices.desktop)
+            let names = (1...6).map { "Documents/Shops/List \($0).txt" }
+            for (number, name) in names.enumerated() { try devices.write("item \(number)", to: name, on: laptop) }
+            try await laptop.syncOnce()
+            let reads = "ubiquity_database_duration_seconds_count{operation=\"item\"}"
+            let before = devices.service.figure(reads)
+            try await desktop.syncOnce()
+            for (number, name) in names.enumerated() { #expect(devices.read(name, on: desktop) == "item \(number)") }
+            #expect(devices.service.figure(reads) == before, "no item was read for the desktop")
+            // Recorded as asking would have: each item's current version, on both devices alike.
+            for name in names {
+                let path = try ItemPath(name)
+                let here = try #require(try await desktop.item(at: path))
+                let there = try #require(try await laptop.item(at: path))
+                #expect(here.id == there.id && !here.isPlaceholder && here.contentHash == there.contentHash)
+                #expect(here.serverVersion == there.serverVersion && here.baseVersion == here.serverVersion)
+            }
+        }
+    }
+
     @Test("Many items planned three at a time: created in folders, then some renamed and some deleted, arrive whole")
     func manyItemsPlannedInPages() async throws {
         try await withDevices(planningPage: 3) { devices in

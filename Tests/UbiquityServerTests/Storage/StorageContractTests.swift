@@ -286,6 +286,7 @@ struct StorageContractTests {
                 ])
             #expect(page.nextToken == created.token, "the response's token is the position after its changes")
             #expect(!page.hasMore)
+            #expect(page.versions == [first], "the page carries the new item's small first version")
             #expect(try await scene.detail(id) == ItemDetail(item: created.item, versions: [first]))
 
             let folder = try await scene.create("Documents/Trips", kind: .directory)
@@ -347,6 +348,40 @@ struct StorageContractTests {
 
             try await scene.upload([missingA, missingB])
             #expect(try await scene.metadata.commit(update, in: scene.container).outcome == .current)
+        }
+    }
+
+    @Test(
+        "feed: a page carries the records of the small first versions of the items it creates, and no others",
+        arguments: StorageDriverKind.available)
+    func feedCarriesFirstVersions(driver: StorageDriverKind) async throws {
+        try await driver.withStores { storage in
+            let scene = try await StorageScene.make(storage)
+            let (small, large) = (ItemID(), ItemID())
+            let first = scene.version(of: small, try await scene.uploadedContent(sizes: [10, 20]), at: 0, basedOn: nil)
+            let many = Array(repeating: Int64(10), count: 17)
+            let big = scene.version(of: large, try await scene.uploadedContent(sizes: many), at: 0, basedOn: nil)
+            _ = try await scene.create("Documents/Small.txt", id: small, version: first)
+            let made = try await scene.create("Documents/Large.txt", id: large, version: big)
+            let both = try await scene.metadata.changes(in: scene.container, since: nil, limit: 100)
+            #expect(both.changes.count == 6)
+            #expect(both.versions == [first], "not the version of more chunks than a page carries")
+
+            // A later version, and a first version whose item's creation is in an earlier page, are not carried.
+            let second = scene.version(of: small, try await scene.uploadedContent(), at: 60, basedOn: first.id)
+            _ = try await scene.metadata.commit(second, in: scene.container)
+            let later = try await scene.metadata.changes(in: scene.container, since: made.token, limit: 100)
+            #expect(later.changes.count == 2)
+            #expect(later.versions.isEmpty)
+            let split = try await scene.metadata.changes(in: scene.container, since: nil, limit: 1)
+            let rest = try await scene.metadata.changes(in: scene.container, since: split.nextToken, limit: 2)
+            #expect(split.versions.isEmpty)
+            #expect(
+                rest.changes == [
+                    .versionAdded(itemID: small, versionID: first.id),
+                    .itemChanged(itemID: small, currentVersion: first.id),
+                ])
+            #expect(rest.versions.isEmpty)
         }
     }
 

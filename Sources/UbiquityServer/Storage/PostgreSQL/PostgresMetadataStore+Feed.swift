@@ -49,9 +49,22 @@ extension PostgresMetadataStore {
             let page = rows.prefix(pageSize)
             let changes = try page.map { try StoredForm.decode(Change.self, $0.1) }
             let last = page.last?.0 ?? start
+            let wanted = FeedVersions.wanted(by: changes).map(\.string)
+            var versions: [VersionRecord] = []
+            if !wanted.isEmpty {
+                let found = try await db.rows(
+                    """
+                    SELECT version_id, record FROM version
+                    WHERE account_id = \(container.account.string) AND version_id = ANY(\(wanted))
+                    """, as: (String, String).self)
+                let records = Dictionary(found, uniquingKeysWith: { first, _ in first })
+                versions = try wanted.compactMap { id in
+                    try records[id].map { try StoredForm.decode(VersionRecord.self, $0) }
+                }.filter(FeedVersions.carries)
+            }
             return ChangePage(
                 changes: changes, nextToken: FeedToken(feed: .changes, epoch: state.epoch, sequence: last).token,
-                hasMore: rows.count > page.count)
+                hasMore: rows.count > page.count, versions: versions)
         }
     }
 }

@@ -62,9 +62,16 @@ extension SQLiteMetadataStore {
             let page = rows.prefix(pageSize)
             let changes = try page.map { try Self.decode(Change.self, $0["body"]) }
             let last: Int64 = page.last?["sequence"] ?? start
+            let lookup = try db.cachedStatement(
+                sql: "SELECT record FROM version WHERE account_id = ? AND version_id = ?")
+            let versions = try FeedVersions.wanted(by: changes).compactMap { id in
+                try String.fetchOne(lookup, arguments: [container.account.string, id.string]).map {
+                    try Self.decode(VersionRecord.self, $0)
+                }
+            }.filter(FeedVersions.carries)
             return ChangePage(
                 changes: changes, nextToken: FeedToken(feed: .changes, epoch: state.epoch, sequence: last).token,
-                hasMore: rows.count > page.count)
+                hasMore: rows.count > page.count, versions: versions)
         }
     }
 }
