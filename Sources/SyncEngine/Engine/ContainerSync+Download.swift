@@ -109,7 +109,7 @@ extension ContainerSync {
         let trusted = await stopPrefetch(named: name)
         // Partial downloads of other versions of this item are of no more use.
         let prefix = "\(item.id.string)."
-        for other in try listPartialFiles()
+        for other in listPartialFiles()
         where other.hasPrefix(prefix) && other != name && downloads[other] == nil && !isPrefetched(other) {
             removePartialFile(named: other)
         }

@@ -232,7 +232,7 @@ public actor ContainerSync {
     func clearStalePartials() throws {
         let suffix = ".download" + Self.partialSuffix
         partialFiles = nil
-        for name in try listPartialFiles()
+        for name in listPartialFiles()
         where name.hasSuffix(suffix) && downloads[name] == nil && !isPrefetched(name) {
             let parts = name.dropLast(suffix.count).split(separator: ".")
             let id = parts.first.flatMap { try? ItemID(String($0)) }
@@ -247,7 +247,7 @@ public actor ContainerSync {
     }
 
     /// The names of the partial downloads in `.ubiquity/tmp/` (``partialFiles``), listing the folder the first time.
-    func listPartialFiles() throws -> Set<String> {
+    func listPartialFiles() -> Set<String> {
         if let partialFiles { return partialFiles }
         let listed = Set(
             ((try? disk.contentsOfDirectory(at: layout.temporary)) ?? []).filter {

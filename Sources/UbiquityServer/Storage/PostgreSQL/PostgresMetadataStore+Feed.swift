@@ -56,6 +56,7 @@ extension PostgresMetadataStore {
                     """
                     SELECT version_id, record FROM version
                     WHERE account_id = \(container.account.string) AND version_id = ANY(\(wanted))
+                        AND container_id = \(container.container.string)
                     """, as: (String, String).self)
                 let records = Dictionary(found, uniquingKeysWith: { first, _ in first })
                 versions = try wanted.compactMap { id in

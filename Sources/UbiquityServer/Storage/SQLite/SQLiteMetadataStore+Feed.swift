@@ -63,9 +63,11 @@ extension SQLiteMetadataStore {
             let changes = try page.map { try Self.decode(Change.self, $0["body"]) }
             let last: Int64 = page.last?["sequence"] ?? start
             let lookup = try db.cachedStatement(
-                sql: "SELECT record FROM version WHERE account_id = ? AND version_id = ?")
+                sql: "SELECT record FROM version WHERE account_id = ? AND version_id = ? AND container_id = ?")
             let versions = try FeedVersions.wanted(by: changes).compactMap { id in
-                try String.fetchOne(lookup, arguments: [container.account.string, id.string]).map {
+                try String.fetchOne(
+                    lookup, arguments: [container.account.string, id.string, container.container.string]
+                ).map {
                     try Self.decode(VersionRecord.self, $0)
                 }
             }.filter(FeedVersions.carries)
