@@ -41,44 +41,55 @@ extension ContainerSync {
     {
         RequestBatcher(maximumCount: placementCount, maximumBytes: placementCount, concurrency: 2, size: { _ in 1 }) {
             placements in
-            let work: @Sendable () throws -> [Result<Placed, any Error>] = {
-                // A file takes its version's modification time before its identity is taken (see `place`).
-                let assembled = placements.map { placement in
-                    Result {
-                        if let modified = placement.modified {
-                            try disk.setModificationTime(of: placement.temporary, to: modified)
-                        }
-                        return try scanner.identity(of: placement.temporary, kind: placement.kind)
-                    }
-                }
-                let ready = placements.indices.filter { (try? assembled[$0].get()) != nil }
-                var results = assembled.map { $0.map { Placed(identity: $0, movedAside: false) } }
-                func put(_ index: Int) -> Result<Placed, any Error> {
-                    Result {
-                        try Self.put(
-                            placements[index], assembled: assembled[index].get(), scanner: scanner, chunker: chunker,
-                            disk: disk)
-                    }
-                }
-                do {
-                    let intents = ready.map {
-                        FileAccessIntent.writingIntent(with: placements[$0].destination, options: .forReplacing)
-                    }
-                    let done = try FileCoordinator().coordinate(with: intents) { ready.map(put) }
-                    for (index, result) in zip(ready, done) { results[index] = result }
-                } catch is FileCoordinationError where ready.count > 1 {
-                    for index in ready {
-                        results[index] = Result {
-                            try FileCoordinator().coordinate(
-                                writingItemAt: placements[index].destination, options: .forReplacing
-                            ) { _ in try put(index).get() }
-                        }
-                    }
-                }
-                return results
+            let work: @Sendable () -> [Result<Placed, any Error>] = {
+                placeTogether(placements, scanner: scanner, chunker: chunker, disk: disk)
             }
-            return disk.blocksThreads ? try await BlockingWork.run(work) : try work()
+            return disk.blocksThreads ? try await BlockingWork.run(work) : work()
         }
+    }
+
+    /// Puts `placements` in place under one coordinated write, each checked and placed as it would be alone, with
+    /// an outcome of its own; when the coordination itself fails, each is placed again under a coordinated write of
+    /// its own. Blocks.
+    static func placeTogether(
+        _ placements: [Placement], scanner: LocalScanner, chunker: FileChunker, disk: any LocalDisk
+    ) -> [Result<Placed, any Error>] {
+        // A file takes its version's modification time before its identity is taken (see `place`).
+        let assembled = placements.map { placement in
+            Result {
+                if let modified = placement.modified {
+                    try disk.setModificationTime(of: placement.temporary, to: modified)
+                }
+                return try scanner.identity(of: placement.temporary, kind: placement.kind)
+            }
+        }
+        let ready = placements.indices.filter { (try? assembled[$0].get()) != nil }
+        var results = assembled.map { $0.map { Placed(identity: $0, movedAside: false) } }
+        func put(_ index: Int) -> Result<Placed, any Error> {
+            Result {
+                try Self.put(
+                    placements[index], assembled: assembled[index].get(), scanner: scanner, chunker: chunker,
+                    disk: disk)
+            }
+        }
+        let intents = ready.map {
+            FileAccessIntent.writingIntent(with: placements[$0].destination, options: .forReplacing)
+        }
+        do {
+            let done = try FileCoordinator().coordinate(with: intents) { ready.map(put) }
+            for (index, result) in zip(ready, done) { results[index] = result }
+        } catch is FileCoordinationError where ready.count > 1 {
+            for index in ready {
+                results[index] = Result {
+                    try FileCoordinator().coordinate(
+                        writingItemAt: placements[index].destination, options: .forReplacing
+                    ) { _ in try put(index).get() }
+                }
+            }
+        } catch {
+            for index in ready { results[index] = .failure(error) }
+        }
+        return results
     }
 
     /// Puts `placement` in place, inside a coordinated write of its destination, if the local copy there is still

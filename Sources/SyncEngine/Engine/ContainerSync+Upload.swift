@@ -61,26 +61,37 @@ extension ContainerSync {
         RequestBatcher(maximumCount: smallReadCount, maximumBytes: smallReadCount, concurrency: 2, size: { _ in 1 }) {
             paths in
             let urls = paths.map { layout.url(of: $0) }
-            let work: @Sendable () throws -> [Result<ContentRead, any Error>] = {
-                let readAll = {
-                    urls.map { url in
-                        Result { try read(url, kind: .file, scanner: scanner, chunker: chunker, disk: disk) }
-                    }
-                }
-                do {
-                    return try FileCoordinator().coordinate(
-                        with: urls.map { FileAccessIntent.readingIntent(with: $0) }, byAccessor: readAll)
-                } catch is FileCoordinationError where urls.count > 1 {
-                    return urls.map { url in
-                        Result {
-                            try FileCoordinator().coordinate(readingItemAt: url) { url in
-                                try read(url, kind: .file, scanner: scanner, chunker: chunker, disk: disk)
-                            }
-                        }
+            let work: @Sendable () -> [Result<ContentRead, any Error>] = {
+                readTogether(urls, scanner: scanner, chunker: chunker, disk: disk)
+            }
+            return disk.blocksThreads ? try await BlockingWork.run(work) : work()
+        }
+    }
+
+    /// Reads the files at `urls` under one coordinated read, each as ``readContent(at:kind:onChunk:)`` reads it
+    /// alone, with an outcome of its own; when the coordination itself fails, each is read again under a
+    /// coordinated read of its own. Blocks.
+    static func readTogether(
+        _ urls: [URL], scanner: LocalScanner, chunker: FileChunker, disk: any LocalDisk
+    ) -> [Result<ContentRead, any Error>] {
+        let readAll = {
+            urls.map { url in
+                Result { try read(url, kind: .file, scanner: scanner, chunker: chunker, disk: disk) }
+            }
+        }
+        do {
+            return try FileCoordinator().coordinate(
+                with: urls.map { FileAccessIntent.readingIntent(with: $0) }, byAccessor: readAll)
+        } catch is FileCoordinationError where urls.count > 1 {
+            return urls.map { url in
+                Result {
+                    try FileCoordinator().coordinate(readingItemAt: url) { url in
+                        try read(url, kind: .file, scanner: scanner, chunker: chunker, disk: disk)
                     }
                 }
             }
-            return disk.blocksThreads ? try await BlockingWork.run(work) : try work()
+        } catch {
+            return urls.map { _ in .failure(error) }
         }
     }
 
