@@ -191,6 +191,35 @@ struct SyncPlannerTests {
         #expect(unchanged.local?.contentHash == h1)
     }
 
+    @Test(
+        "A local copy written between the plan and its step aside is read again, not taken for the content read before")
+    func stepAsideOfAnEditedCopy() {
+        let aside = try! ItemPath("Documents/List (conflicted copy).txt")
+        // Created here, its creation's answer lost: the service's record and this copy were never seen together.
+        var item = inStep()
+        item.synced = SyncedView(path: path, kind: .file, version: nil, contentHash: nil, size: 0)
+        item.local?.contentHash = h1
+        // The plan steps the copy it saw aside; an app writes it in place before the rename, which finds the same
+        // file.
+        let edited = identity(modified: 1_000_000_000_000 + 4_000_000_000)
+        item.recordMovedAside(to: aside, identity: edited)
+        #expect(item.local?.path == aside)
+        #expect(item.local?.contentHash == nil)
+        // The new path goes up; then the bytes are read again, and not taken for the synced content before.
+        #expect(decide(item) == .moveRemote(id, to: aside))
+        var moved = item.remote!
+        moved.path = aside
+        item.recordMovedRemote(moved)
+        #expect(decide(item) == .hashLocal(id, expecting: edited))
+        // A copy that did not change keeps what is known of its bytes.
+        var unchanged = inStep()
+        unchanged.local?.contentHash = h1
+        var renamed = identity()
+        renamed.changed += 1_000
+        unchanged.recordMovedAside(to: aside, identity: renamed)
+        #expect(unchanged.local?.contentHash == h1)
+    }
+
     @Test("A new local file at a path another item holds on the service steps aside")
     func collisionStepsAside() {
         let other = inStep()

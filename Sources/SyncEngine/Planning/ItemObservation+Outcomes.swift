@@ -116,10 +116,12 @@ extension ItemObservation {
 extension ItemObservation {
     /// The local file stepped aside to `path` (renamed to a conflicted copy, now `identity`). An item the two sides
     /// never agreed on, or one deleted on the service, lets it go (the next scan finds it as an item of its own); a
-    /// synced item keeps it there.
+    /// synced item keeps it there. The file moved is the one planned for, but it may have been written since it was
+    /// last read: then its hash is not known any more (kept, it would pass the save for the content read before).
     public mutating func recordMovedAside(to path: ItemPath, identity: LocalFileIdentity) {
         guard synced != nil, remote?.isDeleted != true else { return recordDetached() }
         local?.path = path
+        if let before = local?.identity, !identity.isUnchanged(since: before) { local?.contentHash = nil }
         local?.identity = identity
     }
 }
