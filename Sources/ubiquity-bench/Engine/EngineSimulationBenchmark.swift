@@ -15,7 +15,8 @@ import SyncSimulation
 ///
 /// A history's order of events depends on the order the engine walks its dictionaries in, which Swift varies from
 /// process to process unless `SWIFT_DETERMINISTIC_HASHING` is set; so the command starts itself again with it set,
-/// and a seed replays the same history in every run.
+/// and a seed replays the same history in every run of the same build (a debug and a release build schedule the
+/// engine's tasks differently).
 enum EngineSimulationBenchmark {
     static let name = "sim.engine"
 
