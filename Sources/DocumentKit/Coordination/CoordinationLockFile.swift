@@ -299,9 +299,7 @@ enum CoordinationLockFile {
         // Entries deleted while the directory is read are simply not seen again (POSIX leaves it open whether
         // readdir returns an entry added or removed since opendir; either is harmless here).
         while let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = String(decoding: LinuxSystem.nameBytes(of: entry), as: UTF8.self)
             guard name.utf8.count == 16, name.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) })
             else { continue }
             let path = directory + "/" + name

@@ -15,6 +15,18 @@ enum LinuxSystem {
 
     /// The kernel's id of the calling thread.
     static func currentThreadID() -> Int32 { linux_gettid() }
+
+    /// The bytes of the name of `entry`, a `readdir` result, without its terminating NUL; valid until the next
+    /// `readdir` of its stream.
+    ///
+    /// Read where they are: a `dirent` is only as long as its name, so a copy of the whole structure (or of its
+    /// 256-byte `d_name`) reads past the record — past the end of the buffer `readdir` filled, for its last entry,
+    /// and into an unmapped page when the buffer ends at one.
+    static func nameBytes(of entry: UnsafePointer<dirent>) -> UnsafeBufferPointer<UInt8> {
+        let name = UnsafeRawPointer(entry) + MemoryLayout<dirent>.offset(of: \.d_name)!
+        return UnsafeBufferPointer(
+            start: name.assumingMemoryBound(to: UInt8.self), count: strlen(name.assumingMemoryBound(to: CChar.self)))
+    }
 }
 
 // glibc has exported `gettid` since 2.30; its header hides it behind `_GNU_SOURCE`. It takes no arguments and returns

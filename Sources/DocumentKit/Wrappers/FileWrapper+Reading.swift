@@ -79,10 +79,7 @@ extension FileWrapper {
                 if errno != 0 { throw .posix(.readFailed, "readdir", url: url) }
                 return children
             }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                let length = bytes.firstIndex(of: 0) ?? bytes.count
-                return String(validating: bytes[..<length], as: UTF8.self)
-            }
+            let name = String(validating: LinuxSystem.nameBytes(of: entry), as: UTF8.self)
             guard let name else {
                 throw FileWrapperError(code: .invalidFilename, message: "a member name is not UTF-8", url: url)
             }
