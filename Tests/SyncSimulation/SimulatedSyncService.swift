@@ -752,9 +752,15 @@ extension ServiceWorld {
             let start = try since.map { try position(of: $0, in: .changes, latest: feed.count) } ?? 0
             let end = min(feed.count, start + pageSize)
             let changes = Array(feed[start..<end])
-            // As the real service does: the small first versions of the items the page creates, as they are now.
-            let versions = FeedVersions.wanted(by: changes).compactMap { id in
-                versionOwners[id].flatMap { items[$0]?.versions.versions[id] }
+            // As the real service does: the small first versions of the items the page creates, as they are now, while
+            // the items are still as they were made.
+            let versions = FeedVersions.wanted(by: changes).compactMap { wanted -> VersionRecord? in
+                guard let item = items[wanted.item],
+                    FeedVersions.isStill(
+                        wanted, path: item.record.path.string, currentVersion: item.record.currentVersion?.string,
+                        isDeleted: item.record.isDeleted)
+                else { return nil }
+                return item.versions.versions[wanted.version]
             }.filter(FeedVersions.carries)
             return ChangePage(
                 changes: changes, nextToken: token(.changes, at: end), hasMore: end < feed.count, versions: versions)

@@ -7,8 +7,9 @@ public struct ChangePage: Hashable, Sendable, Codable {
     /// Whether more changes follow right away (ask again with ``nextToken`` without waiting for a push).
     public var hasMore: Bool
     /// The records of small first versions the page's changes name (a new item's first content, as the service
-    /// holds it when the page is read), so that a device hearing of many new small items need not ask for each (a
-    /// hint: a device may always ask, and the service may leave any out).
+    /// holds it when the page is read, while the item is still at the path it was made at with that version
+    /// current), so that a device hearing of many new small items need not ask for each (a hint: a device may always
+    /// ask, and the service may leave any out).
     public var versions: [VersionRecord]
 
     /// Creates a page.

@@ -382,6 +382,25 @@ struct StorageContractTests {
                     .itemChanged(itemID: small, currentVersion: first.id),
                 ])
             #expect(rest.versions.isEmpty)
+
+            // Read from the start again: the small item's first version is no longer current, so the page that
+            // creates it no longer carries it (a device asks, and hears the item as it is now); nor is a first version
+            // carried once its item has moved or been deleted.
+            let again = try await scene.metadata.changes(in: scene.container, since: nil, limit: 100)
+            #expect(again.versions.isEmpty)
+            let (moved, deleted) = (ItemID(), ItemID())
+            let movedFirst = scene.version(of: moved, try await scene.uploadedContent(), at: 0, basedOn: nil)
+            let deletedFirst = scene.version(of: deleted, try await scene.uploadedContent(), at: 0, basedOn: nil)
+            try await scene.create("Documents/Moved.txt", id: moved, version: movedFirst)
+            try await scene.create("Documents/Deleted.txt", id: deleted, version: deletedFirst)
+            let fresh = try await scene.metadata.changes(in: scene.container, since: later.nextToken, limit: 100)
+            #expect(fresh.versions == [movedFirst, deletedFirst])
+            _ = try await scene.metadata.moveItem(
+                moved, to: try ItemPath("Documents/Elsewhere.txt"), in: scene.container)
+            _ = try await scene.metadata.deleteItem(deleted, basedOn: deletedFirst.id, in: scene.container)
+            let afterwards = try await scene.metadata.changes(in: scene.container, since: later.nextToken, limit: 6)
+            #expect(afterwards.changes.count == 6)
+            #expect(afterwards.versions.isEmpty)
         }
     }
 

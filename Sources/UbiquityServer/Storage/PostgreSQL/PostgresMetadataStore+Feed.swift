@@ -49,18 +49,25 @@ extension PostgresMetadataStore {
             let page = rows.prefix(pageSize)
             let changes = try page.map { try StoredForm.decode(Change.self, $0.1) }
             let last = page.last?.0 ?? start
-            let wanted = FeedVersions.wanted(by: changes).map(\.string)
+            let wanted = FeedVersions.wanted(by: changes)
             var versions: [VersionRecord] = []
             if !wanted.isEmpty {
                 let found = try await db.rows(
                     """
-                    SELECT version_id, record FROM version
-                    WHERE account_id = \(container.account.string) AND version_id = ANY(\(wanted))
-                        AND container_id = \(container.container.string)
-                    """, as: (String, String).self)
-                let records = Dictionary(found, uniquingKeysWith: { first, _ in first })
-                versions = try wanted.compactMap { id in
-                    try records[id].map { try StoredForm.decode(VersionRecord.self, $0) }
+                    SELECT version.version_id, version.item_id, version.record, item.path, item.current_version,
+                        item.is_deleted
+                    FROM version JOIN item ON item.account_id = version.account_id
+                        AND item.container_id = version.container_id AND item.item_id = version.item_id
+                    WHERE version.account_id = \(container.account.string)
+                        AND version.version_id = ANY(\(wanted.map(\.version.string)))
+                        AND version.container_id = \(container.container.string)
+                    """, as: (String, String, String, String, String?, Bool).self)
+                let rows = Dictionary(found.map { ($0.0, $0) }, uniquingKeysWith: { first, _ in first })
+                versions = try wanted.compactMap { wanted -> VersionRecord? in
+                    guard let row = rows[wanted.version.string], row.1 == wanted.item.string,
+                        FeedVersions.isStill(wanted, path: row.3, currentVersion: row.4, isDeleted: row.5)
+                    else { return nil }
+                    return try StoredForm.decode(VersionRecord.self, row.2)
                 }.filter(FeedVersions.carries)
             }
             return ChangePage(

@@ -63,13 +63,24 @@ extension SQLiteMetadataStore {
             let changes = try page.map { try Self.decode(Change.self, $0["body"]) }
             let last: Int64 = page.last?["sequence"] ?? start
             let lookup = try db.cachedStatement(
-                sql: "SELECT record FROM version WHERE account_id = ? AND version_id = ? AND container_id = ?")
-            let versions = try FeedVersions.wanted(by: changes).compactMap { id in
-                try String.fetchOne(
-                    lookup, arguments: [container.account.string, id.string, container.container.string]
-                ).map {
-                    try Self.decode(VersionRecord.self, $0)
-                }
+                sql: """
+                    SELECT version.record, item.path, item.current_version, item.is_deleted FROM version
+                    JOIN item ON item.account_id = version.account_id AND item.container_id = version.container_id
+                        AND item.item_id = version.item_id
+                    WHERE version.account_id = ? AND version.version_id = ? AND version.container_id = ?
+                        AND version.item_id = ?
+                    """)
+            let versions = try FeedVersions.wanted(by: changes).compactMap { wanted -> VersionRecord? in
+                let arguments: StatementArguments = [
+                    container.account.string, wanted.version.string, container.container.string,
+                    wanted.item.string,
+                ]
+                guard let row = try Row.fetchOne(lookup, arguments: arguments),
+                    FeedVersions.isStill(
+                        wanted, path: row["path"], currentVersion: row["current_version"],
+                        isDeleted: row["is_deleted"])
+                else { return nil }
+                return try Self.decode(VersionRecord.self, row["record"] as String)
             }.filter(FeedVersions.carries)
             return ChangePage(
                 changes: changes, nextToken: FeedToken(feed: .changes, epoch: state.epoch, sequence: last).token,
