@@ -218,6 +218,23 @@ struct SyncPlannerTests {
         renamed.changed += 1_000
         unchanged.recordMovedAside(to: aside, identity: renamed)
         #expect(unchanged.local?.contentHash == h1)
+        // A hash read within the racy interval of the last write proves nothing once the rename's identity is not
+        // racy any more: a same-size write in the same tick would not show.
+        var justWritten = identity()
+        justWritten.capturedAt = justWritten.modified + 1
+        var racy = inStep()
+        racy.local?.identity = justWritten
+        racy.local?.contentHash = h1
+        var later = racy.local!.identity
+        later.changed += 1_000
+        later.capturedAt += 60_000_000_000
+        racy.recordMovedAside(to: aside, identity: later)
+        #expect(racy.local?.contentHash == nil)
+        var racyMoved = inStep()
+        racyMoved.local?.identity = justWritten
+        racyMoved.local?.contentHash = h1
+        racyMoved.recordMovedLocal(to: aside, identity: later)
+        #expect(racyMoved.local?.contentHash == nil)
     }
 
     @Test("A new local file at a path another item holds on the service steps aside")

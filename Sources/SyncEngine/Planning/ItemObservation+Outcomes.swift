@@ -95,8 +95,10 @@ extension ItemObservation {
     public mutating func recordMovedLocal(to path: ItemPath, identity: LocalFileIdentity) {
         local?.path = path
         // The file moved is the one planned for, but it may have been written since it was last read: then its
-        // hash is not known any more.
-        if let before = local?.identity, !identity.isUnchanged(since: before) { local?.contentHash = nil }
+        // hash is not known any more (nor when it was read too soon after its last write to tell).
+        if let before = local?.identity, before.isRacy || !identity.isUnchanged(since: before) {
+            local?.contentHash = nil
+        }
         local?.identity = identity
         synced?.path = path
         if let recorded = synced?.identity, recorded.isSameFile(as: identity) {
@@ -117,11 +119,14 @@ extension ItemObservation {
     /// The local file stepped aside to `path` (renamed to a conflicted copy, now `identity`). An item the two sides
     /// never agreed on, or one deleted on the service, lets it go (the next scan finds it as an item of its own); a
     /// synced item keeps it there. The file moved is the one planned for, but it may have been written since it was
-    /// last read: then its hash is not known any more (kept, it would pass the save for the content read before).
+    /// last read (or read too soon after its last write to tell): then its hash is not known any more (kept, it would
+    /// pass the save for the content read before).
     public mutating func recordMovedAside(to path: ItemPath, identity: LocalFileIdentity) {
         guard synced != nil, remote?.isDeleted != true else { return recordDetached() }
         local?.path = path
-        if let before = local?.identity, !identity.isUnchanged(since: before) { local?.contentHash = nil }
+        if let before = local?.identity, before.isRacy || !identity.isUnchanged(since: before) {
+            local?.contentHash = nil
+        }
         local?.identity = identity
     }
 }
