@@ -237,6 +237,25 @@ struct SyncPlannerTests {
         #expect(racyMoved.local?.contentHash == nil)
     }
 
+    @Test(
+        "A copy never agreed on whose item was deleted on the service steps aside when another item holds its path there, rather than be created again at that path"
+    )
+    func deletedBeforeAgreedStepsAsideForTheNewOwner() {
+        // Made here, its creation's answer lost; deleted on the service by another device, which then made another
+        // item at the same path.
+        var mine = ItemObservation(
+            id: id, remote: RemoteView(path: path, kind: .file, version: v1, contentHash: h1, size: 5, isDeleted: true),
+            local: LocalView(path: path, kind: .file, identity: identity()))
+        mine.requests.insert(.firstUpload)
+        let other = ItemObservation(
+            id: ItemID(), remote: RemoteView(path: path, kind: .file, version: v2, contentHash: h2, size: 5))
+        #expect(
+            SyncPlanner.decide(mine, context: .init([mine, other]), configuration: .init())
+                == .moveAside(id, path: path, expecting: identity()))
+        // With the path free, the copy brings the item back.
+        #expect(decide(mine) == .createRemote(id, path: path, kind: .file))
+    }
+
     @Test("A new local file at a path another item holds on the service steps aside")
     func collisionStepsAside() {
         let other = inStep()

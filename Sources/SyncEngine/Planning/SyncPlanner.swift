@@ -273,6 +273,11 @@ public struct SyncPlanner: Sendable {
             return .recordPlaceholder(id, remote)
         case (let remote?, let local?):
             if remote.isDeleted || remote.path != local.path {
+                if let owner = context.remoteOwners[local.path.collisionKey], owner != id {
+                    // Deleted or moved on the service, and another item holds this path there now: as for a new
+                    // file, this copy steps aside (and goes up as an item of its own), making way for that item.
+                    return .moveAside(id, path: local.path, expecting: local.identity)
+                }
                 return .createRemote(id, path: local.path, kind: local.kind)
             }
             if remote.kind != local.kind { return .moveAside(id, path: local.path, expecting: local.identity) }
