@@ -14,3 +14,16 @@ enum BlockingWork {
         }
     }
 }
+
+extension RequestBatcher {
+    /// A batcher whose batches are blocking work on `disk` (coordinated reads or writes of many files): at most
+    /// `count` operations a batch, two batches at once, each run by `work` off the cooperative threads when the disk
+    /// blocks them (``BlockingWork/run(_:)``).
+    static func onDisk(
+        count: Int, disk: any LocalDisk, work: @escaping @Sendable ([Operation]) -> [Result<Answer, any Error>]
+    ) -> RequestBatcher {
+        RequestBatcher(maximumCount: count, maximumBytes: count, concurrency: 2, size: { _ in 1 }) { operations in
+            disk.blocksThreads ? try await BlockingWork.run { work(operations) } : work(operations)
+        }
+    }
+}

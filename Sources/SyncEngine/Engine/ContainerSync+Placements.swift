@@ -39,12 +39,8 @@ extension ContainerSync {
     static func placementBatcher(scanner: LocalScanner, chunker: FileChunker, disk: any LocalDisk)
         -> RequestBatcher<Placement, Placed>
     {
-        RequestBatcher(maximumCount: placementCount, maximumBytes: placementCount, concurrency: 2, size: { _ in 1 }) {
-            placements in
-            let work: @Sendable () -> [Result<Placed, any Error>] = {
-                placeTogether(placements, scanner: scanner, chunker: chunker, disk: disk)
-            }
-            return disk.blocksThreads ? try await BlockingWork.run(work) : work()
+        .onDisk(count: placementCount, disk: disk) { placements in
+            placeTogether(placements, scanner: scanner, chunker: chunker, disk: disk)
         }
     }
 

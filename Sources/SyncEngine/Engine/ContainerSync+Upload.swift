@@ -58,13 +58,8 @@ extension ContainerSync {
     static func smallReadBatcher(
         layout: ContainerLayout, scanner: LocalScanner, chunker: FileChunker, disk: any LocalDisk
     ) -> RequestBatcher<ItemPath, ContentRead> {
-        RequestBatcher(maximumCount: smallReadCount, maximumBytes: smallReadCount, concurrency: 2, size: { _ in 1 }) {
-            paths in
-            let urls = paths.map { layout.url(of: $0) }
-            let work: @Sendable () -> [Result<ContentRead, any Error>] = {
-                readTogether(urls, scanner: scanner, chunker: chunker, disk: disk)
-            }
-            return disk.blocksThreads ? try await BlockingWork.run(work) : work()
+        .onDisk(count: smallReadCount, disk: disk) { paths in
+            readTogether(paths.map { layout.url(of: $0) }, scanner: scanner, chunker: chunker, disk: disk)
         }
     }
 
