@@ -70,7 +70,7 @@ extension EngineHistory {
             }
         }
         let kept = world.contentHashesKept
-        for (key, bytes) in liveSaves.sorted(by: { ($0.key.device, $0.key.inode) < ($1.key.device, $1.key.inode) })
+        for (key, bytes) in liveSaves.sorted(by: { ($0.key.device, $0.key.serial) < ($1.key.device, $1.key.serial) })
         where !kept.contains(ServiceWorld.hash(of: bytes)) {
             problems.append("lost: device\(key.device) saved \(String(decoding: bytes, as: UTF8.self))")
         }

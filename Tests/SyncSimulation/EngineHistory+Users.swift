@@ -38,7 +38,7 @@ extension EngineHistory {
             log("device\(device.index) user moves Documents/\(relative) to \(relativePath(target, on: device))")
         default:
             if let file = device.volume.file(at: url.path) {
-                liveSaves[SaveKey(device: device.index, inode: file.inode)] = nil
+                liveSaves[SaveKey(device: device.index, serial: file.serial)] = nil
             }
             try device.volume.remove(url.path)
             touch(url, on: device)
@@ -60,16 +60,16 @@ extension EngineHistory {
 
     /// Saves `bytes` at `url`, in place or safely, and remembers them as a save that must not be lost.
     func save(_ bytes: [UInt8], at url: URL, on device: Device, safely: Bool, by who: String) throws {
-        let inode: UInt64
+        let serial: UInt64
         if safely {
             if let old = device.volume.file(at: url.path) {
-                liveSaves[SaveKey(device: device.index, inode: old.inode)] = nil
+                liveSaves[SaveKey(device: device.index, serial: old.serial)] = nil
             }
-            inode = try device.volume.saveSafely(bytes, at: url.path)
+            serial = try device.volume.saveSafely(bytes, at: url.path)
         } else {
-            inode = try device.volume.write(bytes, at: url.path)
+            serial = try device.volume.write(bytes, at: url.path)
         }
-        liveSaves[SaveKey(device: device.index, inode: inode)] = bytes
+        liveSaves[SaveKey(device: device.index, serial: serial)] = bytes
         touch(url, on: device)
         log("device\(device.index) \(who) \(relativePath(url, on: device)) = \(String(decoding: bytes, as: UTF8.self))")
     }

@@ -118,7 +118,8 @@ public final class EngineHistory: @unchecked Sendable {
     var pending: [Request] = []
     /// The drafts' growth on its way to each device by push: device, item, version, length.
     var draftPushes: [(device: Int, item: ItemID, version: VersionID, count: Int)] = []
-    /// The last content a user saved into each file (device, inode) and has not overwritten or deleted since.
+    /// The last content a user saved into each file (device, the file's serial on its volume) and has not overwritten
+    /// or deleted since.
     var liveSaves: [SaveKey: [UInt8]] = [:]
     var saveCounter = 0
     var quiet = false
@@ -130,7 +131,7 @@ public final class EngineHistory: @unchecked Sendable {
 
     struct SaveKey: Hashable {
         let device: Int
-        let inode: UInt64
+        let serial: UInt64
     }
 
     static let names = ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"]
@@ -451,7 +452,7 @@ public final class EngineHistory: @unchecked Sendable {
             let files = device.volume.files(below: device.layout.folder.path)
             // A line for each file and record, so that what a pass changed can be told line by line.
             parts += files.keys.sorted().map {
-                "device\(device.index) \($0)=\(files[$0]!.inode):\(files[$0]!.bytes.count)"
+                "device\(device.index) \($0)=\(files[$0]!.serial):\(files[$0]!.bytes.count)"
             }
             parts += try device.state.records().sorted { $0.id < $1.id }.map { "device\(device.index) \($0)" }
         }

@@ -22,11 +22,17 @@ final class SimulatedClock: Sendable {
 
 /// One device's disk, in memory: files and folders by absolute path, with inodes and modification and status-change
 /// times taken from the simulated clock (so two writes in one tick leave the same times, as on a coarse file system).
-/// It outlives the engines that use it: a crashed engine's successor finds the disk as it was.
+/// An inode number freed by a removal is the next one given out, as ext4 gives out a freed inode again at once: a
+/// new file can have the number a removed or replaced one had, in the same tick with the same size. Open files and
+/// users' saves follow a node by its serial, which is never given out again. It outlives the engines that use it:
+/// a crashed engine's successor finds the disk as it was.
 final class SimulatedVolume: @unchecked Sendable {
     struct Node {
         var isDirectory: Bool
+        /// The number the disk reports, given out again once the node is gone.
         var inode: UInt64
+        /// The node itself, never given out again: what an open file holds.
+        var serial: UInt64
         var bytes: [UInt8] = []
         var modified: Int64
         var changed: Int64
@@ -37,6 +43,9 @@ final class SimulatedVolume: @unchecked Sendable {
     private let lock = NSLock()
     private var nodes: [String: Node] = [:]
     private var nextInode: UInt64 = 1
+    /// Inode numbers of removed nodes, the last freed given out first.
+    private var freedInodes: [UInt64] = []
+    private var nextSerial: UInt64 = 1
 
     init(device: UInt64, clock: SimulatedClock) {
         self.device = device
@@ -51,9 +60,23 @@ final class SimulatedVolume: @unchecked Sendable {
 
     private static func parent(of path: String) -> String { (path as NSString).deletingLastPathComponent }
 
-    private func newInode() -> UInt64 {
-        defer { nextInode += 1 }
-        return nextInode
+    /// A new node's inode number and serial.
+    private func newNode(isDirectory: Bool, at now: Int64) -> Node {
+        defer { nextSerial += 1 }
+        let inode: UInt64
+        if let freed = freedInodes.popLast() {
+            inode = freed
+        } else {
+            inode = nextInode
+            nextInode += 1
+        }
+        return Node(isDirectory: isDirectory, inode: inode, serial: nextSerial, modified: now, changed: now)
+    }
+
+    /// Removes the node at `path`, freeing its inode number.
+    private func drop(_ path: String) {
+        guard let node = nodes.removeValue(forKey: path) else { return }
+        freedInodes.append(node.inode)
     }
 
     // MARK: What the disk does
@@ -92,14 +115,14 @@ final class SimulatedVolume: @unchecked Sendable {
         let parent = Self.parent(of: path)
         if parent != path, parent != "/" { try makeDirectoryLocked(parent) }
         let now = clock.now
-        nodes[path] = Node(isDirectory: true, inode: newInode(), modified: now, changed: now)
+        nodes[path] = newNode(isDirectory: true, at: now)
     }
 
     func remove(_ path: String) throws {
         try locked {
             guard nodes[path] != nil else { throw POSIXError(.ENOENT) }
             let prefix = path + "/"
-            for key in nodes.keys where key == path || key.hasPrefix(prefix) { nodes[key] = nil }
+            for key in nodes.keys.sorted() where key == path || key.hasPrefix(prefix) { drop(key) }
         }
     }
 
@@ -108,7 +131,7 @@ final class SimulatedVolume: @unchecked Sendable {
             guard let node = nodes[path] else { return true }
             let prefix = path + "/"
             guard node.isDirectory, !nodes.keys.contains(where: { $0.hasPrefix(prefix) }) else { return false }
-            nodes[path] = nil
+            drop(path)
             return true
         }
     }
@@ -123,6 +146,7 @@ final class SimulatedVolume: @unchecked Sendable {
                 guard !existing.isDirectory, !node.isDirectory else { throw POSIXError(.EISDIR) }
             }
             guard !target.hasPrefix(source + "/") else { throw POSIXError(.EINVAL) }
+            if target != source { drop(target) }  // the file replaced
             let prefix = source + "/"
             let moved = nodes.filter { $0.key.hasPrefix(prefix) }
             for key in moved.keys { nodes[key] = nil }
@@ -142,27 +166,26 @@ final class SimulatedVolume: @unchecked Sendable {
         }
     }
 
-    /// The inode of the file at `path`, made empty when missing.
+    /// The serial of the file at `path`, made empty when missing.
     func openFile(_ path: String, create: Bool) throws -> UInt64 {
         try locked {
             if let node = nodes[path] {
                 guard !node.isDirectory else { throw POSIXError(.EISDIR) }
-                return node.inode
+                return node.serial
             }
             guard create else { throw POSIXError(.ENOENT) }
             guard nodes[Self.parent(of: path)]?.isDirectory == true else { throw POSIXError(.ENOENT) }
-            let now = clock.now
-            let inode = newInode()
-            nodes[path] = Node(isDirectory: false, inode: inode, modified: now, changed: now)
-            return inode
+            let node = newNode(isDirectory: false, at: clock.now)
+            nodes[path] = node
+            return node.serial
         }
     }
 
-    /// Changes the file with `inode`, wherever it is now (an open file follows its inode, not its path); a file
+    /// Changes the file with `serial`, wherever it is now (an open file follows its node, not its path); a file
     /// removed since is written nowhere.
-    func change(inode: UInt64, _ body: (inout [UInt8]) throws -> Void) rethrows {
+    func change(serial: UInt64, _ body: (inout [UInt8]) throws -> Void) rethrows {
         try locked {
-            guard let path = nodes.first(where: { !$0.value.isDirectory && $0.value.inode == inode })?.key else {
+            guard let path = nodes.first(where: { !$0.value.isDirectory && $0.value.serial == serial })?.key else {
                 return
             }
             try body(&nodes[path]!.bytes)
@@ -171,8 +194,8 @@ final class SimulatedVolume: @unchecked Sendable {
         }
     }
 
-    func bytes(inode: UInt64) -> [UInt8]? {
-        locked { nodes.values.first { !$0.isDirectory && $0.inode == inode }?.bytes }
+    func bytes(serial: UInt64) -> [UInt8]? {
+        locked { nodes.values.first { !$0.isDirectory && $0.serial == serial }?.bytes }
     }
 
     // MARK: What a user does
@@ -192,21 +215,21 @@ final class SimulatedVolume: @unchecked Sendable {
         }
     }
 
-    /// Writes `bytes` into the file at `path`, in place (the same inode) when one is there. Returns the inode.
+    /// Writes `bytes` into the file at `path`, in place (the same node) when one is there. Returns its serial.
     @discardableResult
     func write(_ bytes: [UInt8], at path: String) throws -> UInt64 {
-        let inode = try openFile(path, create: true)
-        change(inode: inode) { $0 = bytes }
-        return inode
+        let serial = try openFile(path, create: true)
+        change(serial: serial) { $0 = bytes }
+        return serial
     }
 
-    /// A safe save: `bytes` written to a new file, renamed over `path`. Returns the new inode.
+    /// A safe save: `bytes` written to a new file, renamed over `path`. Returns the new file's serial.
     @discardableResult
     func saveSafely(_ bytes: [UInt8], at path: String) throws -> UInt64 {
-        let temporary = Self.parent(of: path) + "/." + (path as NSString).lastPathComponent + ".\(nextInode).tmp"
-        let inode = try write(bytes, at: temporary)
+        let temporary = Self.parent(of: path) + "/." + (path as NSString).lastPathComponent + ".\(nextSerial).tmp"
+        let serial = try write(bytes, at: temporary)
         try rename(temporary, to: path, replacing: true)
-        return inode
+        return serial
     }
 }
 
@@ -295,18 +318,18 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func openFile(at url: URL) throws -> any DiskFile {
         try check()
-        return SimulatedFileHandle(disk: self, inode: try volume.openFile(url.path, create: true))
+        return SimulatedFileHandle(disk: self, serial: try volume.openFile(url.path, create: true))
     }
 
     func openFileForReading(at url: URL) throws -> any DiskFile {
         try check()
-        return SimulatedFileHandle(disk: self, inode: try volume.openFile(url.path, create: false))
+        return SimulatedFileHandle(disk: self, serial: try volume.openFile(url.path, create: false))
     }
 
     func chunksAndContentHash(ofFileAt url: URL, chunker: FileChunker) throws -> ChunkedContent {
         try check()
-        let inode = try volume.openFile(url.path, create: false)
-        let bytes = volume.bytes(inode: inode) ?? []
+        let serial = try volume.openFile(url.path, create: false)
+        let bytes = volume.bytes(serial: serial) ?? []
         return bytes.withUnsafeBytes { chunker.chunksAndContentHash(of: $0) }
     }
 
@@ -315,15 +338,15 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
     /// An open file of the simulated disk.
     final class SimulatedFileHandle: DiskFile {
         let disk: SimulatedDisk
-        let inode: UInt64
+        let serial: UInt64
 
-        init(disk: SimulatedDisk, inode: UInt64) {
+        init(disk: SimulatedDisk, serial: UInt64) {
             self.disk = disk
-            self.inode = inode
+            self.serial = serial
         }
 
         func read(at offset: Int64, count: Int) -> Data? {
-            guard (try? disk.check()) != nil, let bytes = disk.volume.bytes(inode: inode),
+            guard (try? disk.check()) != nil, let bytes = disk.volume.bytes(serial: serial),
                 offset + Int64(count) <= bytes.count
             else { return nil }
             return Data(bytes[Int(offset)..<Int(offset) + count])
@@ -331,7 +354,7 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
         func write(_ data: Data, at offset: Int64) throws {
             try disk.check()
-            disk.volume.change(inode: inode) { bytes in
+            disk.volume.change(serial: serial) { bytes in
                 let end = Int(offset) + data.count
                 if bytes.count < end { bytes += [UInt8](repeating: 0, count: end - bytes.count) }
                 bytes.replaceSubrange(Int(offset)..<end, with: data)
@@ -341,7 +364,7 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
         func truncate(to size: Int64) throws {
             try disk.check()
-            disk.volume.change(inode: inode) { bytes in
+            disk.volume.change(serial: serial) { bytes in
                 if bytes.count > size {
                     bytes.removeLast(bytes.count - Int(size))
                 } else {
