@@ -46,6 +46,33 @@ struct FileIdentityTests {
         }
     }
 
+    @Test("An identity read with statx says what lstat says, and when the file was born where the disk keeps it")
+    func statusAndBirth() throws {
+        try withFolder { folder in
+            let file = folder.appendingPathComponent("List.txt")
+            let before = POSIX.now()
+            try Data("milk".utf8).write(to: file)
+            let identity = try #require(FileIdentity.of(path: file.path))
+            for path in [file.path, folder.path] {
+                var info = stat()
+                #expect(lstat(path, &info) == 0)
+                let read = try #require(FileIdentity.of(path: path))
+                #expect(read == FileIdentity(info), "device, inode, size, times and mode as lstat spells them")
+            }
+            if identity.born != 0 {
+                // Birth times come from the kernel's coarse clock, a tick behind the one read before the write.
+                #expect(identity.born >= before - 100_000_000 && identity.born <= identity.capturedAt)
+                #expect(identity.couldBeTheFileSeen(at: identity.capturedAt))
+                #expect(!identity.couldBeTheFileSeen(at: identity.born - 1), "born after it was seen: another file")
+            }
+            #expect(FileIdentity.of(path: folder.appendingPathComponent("Missing.txt").path) == nil)
+        }
+        var unknown = FileIdentity(device: 1, inode: 2, size: 3, modified: 4, changed: 4)
+        #expect(unknown.couldBeTheFileSeen(at: 1), "no birth time: any file with the inode may be the one seen")
+        unknown.born = 10
+        #expect(unknown.couldBeTheFileSeen(at: 0), "seen at a time not known")
+    }
+
     @Test("An identity taken within 2 s of its modification is racy, for documents' origins as for the engine")
     func racyRule() throws {
         var identity = FileIdentity(device: 1, inode: 2, size: 3, modified: 10_000_000_000, changed: 10_000_000_000)

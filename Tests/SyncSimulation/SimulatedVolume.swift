@@ -33,6 +33,8 @@ final class SimulatedVolume: @unchecked Sendable {
         var inode: UInt64
         /// The node itself, never given out again: what an open file holds.
         var serial: UInt64
+        /// When it was made.
+        var born: Int64
         var bytes: [UInt8] = []
         var modified: Int64
         var changed: Int64
@@ -70,7 +72,7 @@ final class SimulatedVolume: @unchecked Sendable {
             inode = nextInode
             nextInode += 1
         }
-        return Node(isDirectory: isDirectory, inode: inode, serial: nextSerial, modified: now, changed: now)
+        return Node(isDirectory: isDirectory, inode: inode, serial: nextSerial, born: now, modified: now, changed: now)
     }
 
     /// Removes the node at `path`, freeing its inode number.
@@ -88,6 +90,7 @@ final class SimulatedVolume: @unchecked Sendable {
                 device: device, inode: node.inode, size: Int64(node.bytes.count), modified: node.modified,
                 changed: node.changed)
             identity.mode = node.isDirectory ? UInt32(S_IFDIR) | 0o755 : UInt32(S_IFREG) | 0o644
+            identity.born = node.born
             identity.capturedAt = clock.now
             return identity
         }

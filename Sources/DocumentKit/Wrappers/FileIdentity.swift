@@ -40,6 +40,10 @@ public struct FileIdentity: Hashable, Sendable, Codable {
     /// For a folder whose members count: a hash over the relative path and identity of every item inside; 0
     /// otherwise.
     public var members: UInt64 = 0
+    /// The birth time, in nanoseconds since 1970, where the file system keeps it and the identity was taken from
+    /// the disk; 0 when not known. Not part of equality, and not kept when an identity is encoded: it tells a file
+    /// from another given the same inode number later (``couldBeTheFileSeen(at:)``).
+    public var born: Int64 = 0
 
     /// Whether a same-size write could have gone unseen (see the type's discussion).
     public var isRacy: Bool { capturedAt - modified < Self.racyInterval }
@@ -109,12 +113,24 @@ public struct FileIdentity: Hashable, Sendable, Codable {
         device == other.device && inode == other.inode
     }
 
+    /// Whether this file could be the one with its device and inode seen at `time` (nanoseconds since 1970, 0 for
+    /// not known): not born after it. A file system gives a freed inode number out again (ext4 and xfs at once), so
+    /// a file born since is another one with the number of a file removed meanwhile. Birth times come from the file
+    /// system's coarse clock: a file born within a clock tick after `time` passes for the one seen.
+    public func couldBeTheFileSeen(at time: Int64) -> Bool {
+        born == 0 || time == 0 || born <= time
+    }
+
     /// The identity of the item at `path` now, not following a final symbolic link; `nil` if nothing is there. With
     /// `members`, a folder's identity includes a hash of everything inside it.
     package static func of(path: String, members: Bool = false) -> FileIdentity? {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return nil }
-        var identity = FileIdentity(info)
+        guard let status = FileStatus.of(path: path) else { return nil }
+        var identity = FileIdentity(
+            device: status.device, inode: status.inode, size: status.size, modified: status.modified,
+            changed: status.changed)
+        identity.mode = status.mode
+        identity.born = status.born ?? 0
+        identity.capturedAt = POSIX.now()
         if members, identity.isDirectory { identity.members = membersHash(of: path) }
         return identity
     }

@@ -4,7 +4,8 @@ import UbiquityProtocol
 /// the state database. Which item a file on disk belongs to:
 /// 1. the item last seen at its path (or, not seen here, last synced there — a placeholder's path too), with the
 ///    same kind;
-/// 2. else an item whose file went missing and that was the same file (device and inode): it moved;
+/// 2. else an item whose file went missing and that was the same file (device and inode, and not born since the
+///    item's file was last seen: a file system gives a freed inode number out again): it moved;
 /// 3. else an item the service has at that path that has nothing here yet (both sides made it);
 /// 4. else a new item (id from `newID`).
 ///
@@ -33,7 +34,8 @@ public enum LocalObservation {
             guard let item = items[id] else { continue }
             let known = item.local?.identity ?? item.synced?.identity
             if let known, let kind = item.local?.kind ?? item.synced?.kind,
-                let path = byFile[FileKey(known, kind)], let found = unclaimed[path]
+                let path = byFile[FileKey(known, kind)], let found = unclaimed[path],
+                found.identity.couldBeTheFileSeen(at: known.capturedAt)
             {
                 unclaimed[path] = nil
                 byFile[FileKey(known, kind)] = nil

@@ -93,7 +93,8 @@ struct LocalScanTests {
                 to: layout.folder.appendingPathComponent("Documents/Breakfast.txt"))
             try write("new", to: "Documents/New/Fresh.txt", in: layout)
             try write("image", to: "Documents/Milk.item/image.png", in: layout)
-            // Deleted after the new files are made, so that neither reuses its inode (which reads as a rename).
+            // Deleted after the new files are made, so that neither reuses its inode: with the capture times set
+            // ahead above, a new file's birth would not tell it from the one seen (see `inodeGivenOutAgain`).
             try FileManager.default.removeItem(at: layout.folder.appendingPathComponent("Documents/Old.txt"))
 
             let changes = ScanChange.changes(known: known, scanned: try scanner.scan(layout.folder).items)
@@ -108,6 +109,40 @@ struct LocalScanTests {
                     .modified(try id("Documents/List.txt")),
                     .modified(try id("Documents/Milk.item")),
                 ])
+        }
+    }
+
+    @Test("A file removed and another made that the disk gives its inode number to are a deletion and a creation")
+    func inodeGivenOutAgain() throws {
+        try withContainer { layout in
+            try write("milk", to: "Documents/List.txt", in: layout)
+            let scanner = LocalScanner(types: types)
+            let known = try scanner.scan(layout.folder).items.values.map {
+                LocalItem(id: ItemID(), path: $0.path, kind: $0.kind, identity: $0.identity)
+            }
+            let list = try #require(known.first { $0.path.string == "Documents/List.txt" })
+            // ext4 and xfs give the freed inode number to the next file made: the same number, size and, within a
+            // clock tick, times. The new file is born after the old one was last seen, by the kernel's coarse clock
+            // that birth times come from (within a tick of the scan, it would pass for the file seen).
+            let seen = try #require(list.identity?.capturedAt)
+            func coarseNow() -> Int64 {
+                var now = timespec()
+                clock_gettime(CLOCK_REALTIME_COARSE, &now)
+                return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+            }
+            while coarseNow() <= seen {}
+            try FileManager.default.removeItem(at: layout.folder.appendingPathComponent("Documents/List.txt"))
+            try write("eggs", to: "Documents/Eggs.txt", in: layout)
+            let scanned = try scanner.scan(layout.folder).items
+            let eggs = try #require(scanned[try ItemPath("Documents/Eggs.txt")])
+            // A disk that keeps no birth times and gives the number out again cannot tell the files apart.
+            guard eggs.identity.born != 0 || eggs.identity.inode != list.identity?.inode else { return }
+            let changes = ScanChange.changes(known: known, scanned: scanned)
+            #expect(
+                changes.contains(.deleted(list.id)),
+                "\(changes); inode \(eggs.identity.inode), was \(list.identity?.inode ?? 0)")
+            #expect(changes.contains(.created(try ItemPath("Documents/Eggs.txt"), .file)))
+            #expect(!changes.contains { if case .moved = $0 { true } else { false } })
         }
     }
 
