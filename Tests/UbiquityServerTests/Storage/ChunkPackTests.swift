@@ -149,13 +149,14 @@ struct ChunkPackTests {
             var written: [(AccountID, ChunkHash, [UInt8])] = []
             var damaged: (hash: ChunkHash, pack: URL, offset: Int64)?
             do {
-                // Packs of 64 KiB: the batches fill several, and the filled ones are sealed.
+                // Packs of 64 KiB: the batches fill several (48 chunks of at least 5,000 bytes fill at least four
+                // whatever the sizes drawn), and the filled ones are sealed.
                 let store = try FileChunkStore(root: root, packBytes: 64 << 10)
                 for _ in 0..<8 {
                     var batch: [(upload: any ChunkUpload, hash: ChunkHash)] = []
                     for index in 0..<6 {
                         let account = index % 2 == 0 ? ada : grace
-                        let bytes = Self.bytes(Int.random(in: 1...9_000, using: &random), &random)
+                        let bytes = Self.bytes(Int.random(in: 5_000...9_000, using: &random), &random)
                         let upload = try await store.beginUpload(for: account)
                         try bytes.withUnsafeBytes { try upload.write($0) }
                         batch.append((upload, Fixtures.sha256(bytes)))
