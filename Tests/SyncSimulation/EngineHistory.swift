@@ -12,8 +12,8 @@ import UbiquityProtocol
 /// lanes, coordinated writes and state database — against a simulated world: an in-memory service with the real
 /// service's rules (``ServiceWorld``), a disk in memory per device (``SimulatedVolume``) on a simulated clock, a
 /// network that holds every request until the history delivers it (in any order, or never: partitions, lost
-/// answers), and engines killed at any wait or right after any change they make to the disk, then started again
-/// from their state database and disk as they were. Every engine task runs on the history's own thread, one job at
+/// answers), changes to a disk that need space refused now and then (a full disk), and engines killed at any wait or
+/// right after any change they make to the disk, then started again from their state database and disk as they were. Every engine task runs on the history's own thread, one job at
 /// a time in an order the seed chooses, and users' saves land between any two of them; so a seed replays the same
 /// history exactly.
 ///
@@ -26,6 +26,9 @@ public final class EngineHistory: @unchecked Sendable {
         public var steps = 80
         /// The chance that an engine is killed right after a change it makes to its disk, in the busy phase.
         public var crashAfterChange = 0.01
+        /// The chance that a change an engine makes to its disk that needs space fails, as on a full disk, in the
+        /// busy phase. Drawn from a generator of its own, so a history runs as it would without until one fails.
+        public var failedGrowth = 0.03
         /// The chance that a user's save lands between two of an engine's jobs, in the busy phase.
         public var saveBetweenJobs = 0.01
         /// The engine's check of a local copy inside its coordinated write sees what the last scan saw, not the
@@ -110,6 +113,8 @@ public final class EngineHistory: @unchecked Sendable {
     public let seed: UInt64
     let configuration: Configuration
     var random: SeededGenerator
+    /// Where a disk's failures are drawn from (``Configuration/failedGrowth``).
+    var faults: SeededGenerator
     let clock = SimulatedClock()
     let world: ServiceWorld
     let container = ServiceWorld.defaultContainer
@@ -162,6 +167,7 @@ public final class EngineHistory: @unchecked Sendable {
         self.configuration = configuration
         world = ServiceWorld(limits: .init(changesPerPage: Self.feedPage(seed: seed)))
         random = SeededGenerator(seed: seed)
+        faults = SeededGenerator(seed: ~seed)
         root = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ubiquity-sim-\(getpid())-\(seed)-\(UUID().uuidString.prefix(8))")
         let count = Int.random(in: 2...4, using: &random)
@@ -212,6 +218,7 @@ public final class EngineHistory: @unchecked Sendable {
         let holder = EngineHolder()
         let disk = SimulatedDisk(
             volume: device.volume,
+            beforeGrowth: { [unowned self] in try self.beforeGrowth(on: device, by: holder) },
             afterChange: { [unowned self] in try self.afterChange(on: device, by: holder) },
             onCall: { [unowned self] in self.checkThread() })
         let service = SimulatedSyncService(
@@ -250,6 +257,14 @@ public final class EngineHistory: @unchecked Sendable {
         device.state = try device.state.snapshot()
         device.engine = try start(device)
         log("device\(device.index) engine killed \(why); restarted")
+    }
+
+    func beforeGrowth(on device: Device, by holder: EngineHolder) throws {
+        guard !quiet, let engine = holder.engine, engine.alive, faults.chance(configuration.failedGrowth) else {
+            return
+        }
+        log("device\(device.index) disk full: a change the engine makes fails")
+        throw POSIXError(.ENOSPC)
     }
 
     func afterChange(on device: Device, by holder: EngineHolder) throws {

@@ -240,21 +240,25 @@ final class SimulatedVolume: @unchecked Sendable {
 struct SimulatedCrash: Error {}
 
 /// One engine's view of its device's disk: the ``LocalDisk`` it is given. Once the engine is killed the view
-/// refuses everything, so nothing a dead engine still runs reaches the disk; and every change it makes may be the
-/// engine's last (``afterChange``).
+/// refuses everything, so nothing a dead engine still runs reaches the disk; a change that needs space may fail, as
+/// on a full disk (``beforeGrowth``), and every change it makes may be the engine's last (``afterChange``).
 final class SimulatedDisk: LocalDisk, @unchecked Sendable {
     let volume: SimulatedVolume
     private let alive = Mutex(true)
+    /// Called before each change that needs space (a file or folder made, bytes written, a rename): it may refuse
+    /// it (and throw, as `ENOSPC`).
+    let beforeGrowth: @Sendable () throws -> Void
     /// Called after each change the engine makes to the disk: it may kill the engine there (and throw).
     let afterChange: @Sendable () throws -> Void
     /// Called on every call, to check the simulation runs everything on its own thread.
     let onCall: @Sendable () -> Void
 
     init(
-        volume: SimulatedVolume, afterChange: @escaping @Sendable () throws -> Void,
-        onCall: @escaping @Sendable () -> Void
+        volume: SimulatedVolume, beforeGrowth: @escaping @Sendable () throws -> Void = {},
+        afterChange: @escaping @Sendable () throws -> Void, onCall: @escaping @Sendable () -> Void
     ) {
         self.volume = volume
+        self.beforeGrowth = beforeGrowth
         self.afterChange = afterChange
         self.onCall = onCall
     }
@@ -285,6 +289,7 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func createDirectory(at url: URL) throws {
         try check()
+        if volume.identity(at: url.path) == nil { try beforeGrowth() }
         try volume.makeDirectory(url.path)
         try changed()
     }
@@ -303,12 +308,14 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func moveItem(at source: URL, to target: URL) throws {
         try check()
+        try beforeGrowth()
         try volume.rename(source.path, to: target.path, replacing: false)
         try changed()
     }
 
     func replaceItem(at target: URL, withItemAt source: URL) throws {
         try check()
+        try beforeGrowth()
         try volume.rename(source.path, to: target.path, replacing: true)
         try changed()
     }
@@ -321,6 +328,7 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func openFile(at url: URL) throws -> any DiskFile {
         try check()
+        if volume.identity(at: url.path) == nil { try beforeGrowth() }
         return SimulatedFileHandle(disk: self, serial: try volume.openFile(url.path, create: true))
     }
 
@@ -357,6 +365,7 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
         func write(_ data: Data, at offset: Int64) throws {
             try disk.check()
+            try disk.beforeGrowth()
             disk.volume.change(serial: serial) { bytes in
                 let end = Int(offset) + data.count
                 if bytes.count < end { bytes += [UInt8](repeating: 0, count: end - bytes.count) }

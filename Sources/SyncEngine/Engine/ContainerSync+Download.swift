@@ -73,11 +73,16 @@ extension ContainerSync {
             throw ProtocolError(.unknownVersion, "\(versionID) is not a version of \(path)")
         }
         let assembled = try await assembleOnce(version, of: item, purpose: "version")
-        try disk.createDirectory(at: folder)
-        if disk.exists(copy) {
-            try? disk.removeItem(at: assembled)  // another request put the copy there first
-        } else {
-            try disk.moveItem(at: assembled, to: copy)
+        do {
+            try disk.createDirectory(at: folder)
+            if disk.exists(copy) {
+                try? disk.removeItem(at: assembled)  // another request put the copy there first
+            } else {
+                try disk.moveItem(at: assembled, to: copy)
+            }
+        } catch {
+            try? disk.removeItem(at: assembled)
+            throw error
         }
         return copy
     }

@@ -305,7 +305,6 @@ extension ContainerSync {
             throw error
         }
         let destination = layout.url(of: path)
-        try disk.createDirectory(at: destination.deletingLastPathComponent())
         let kind = item.item.kind
         // A file takes the modification time of the version (when it was saved on its device), as a copy keeps its
         // original's. Set before the identity is taken, it also makes that identity one the next scans trust without
@@ -319,14 +318,19 @@ extension ContainerSync {
             modified: kind == .file ? Self.nanosecondsSince1970(version.modificationDate) : nil)
         let placed: LocalFileIdentity
         do {
+            try disk.createDirectory(at: destination.deletingLastPathComponent())
             let done = try await placements.submit(placement)
             if done.movedAside { try? disk.removeItem(at: placement.movedAside) }
             placed = done.identity
-        } catch is LocalCopyChanged {
+        } catch {
+            // The assembled copy is this placement's alone: whatever kept it from its place (a save that landed, a
+            // full disk, a writer holding the file), it goes, and the next attempt assembles it again.
             try? disk.removeItem(at: temporary)
-            logger.notice(
-                "a save landed before a download was put in place; it goes up first", metadata: ["path": "\(path)"])
-            throw LocalCopyChanged()
+            if error is LocalCopyChanged {
+                logger.notice(
+                    "a save landed before a download was put in place; it goes up first", metadata: ["path": "\(path)"])
+            }
+            throw error
         }
         var view = item.observation.remote ?? RemoteView(path: path, kind: kind)
         view.path = path

@@ -108,7 +108,14 @@ extension ContainerSync {
         if movedAside {
             try disk.moveItem(at: url, to: placement.movedAside)  // an old package makes way whole
         }
-        try disk.replaceItem(at: url, withItemAt: placement.temporary)
+        do {
+            try disk.replaceItem(at: url, withItemAt: placement.temporary)
+        } catch {
+            // The old package goes back to its place: left in the temporary folder, the next scan would take it for
+            // deleted here, and the deletion would reach the service.
+            if movedAside { try? disk.moveItem(at: placement.movedAside, to: url) }
+            throw error
+        }
         let now = try scanner.identity(of: url, kind: placement.kind)
         return Placed(identity: now.isUnchanged(since: assembled) ? now : assembled, movedAside: movedAside)
     }

@@ -4,10 +4,13 @@ import Synchronization
 
 @testable import SyncEngine
 
-/// The machine's file system, counting the listings of each folder.
+/// The machine's file system, counting the listings of each folder; when told to, it refuses to replace an item, as
+/// a full disk can.
 final class CountingDisk: LocalDisk {
     private let disk = PosixDisk()
     private let listings = Mutex<[String: Int]>([:])
+    /// Whether ``replaceItem(at:withItemAt:)`` fails with `ENOSPC`.
+    let refusesReplacing = Mutex(false)
 
     func listings(of url: URL) -> Int { listings.withLock { $0[url.standardizedFileURL.path, default: 0] } }
 
@@ -21,6 +24,7 @@ final class CountingDisk: LocalDisk {
     func removeEmptyDirectory(at url: URL) -> Bool { disk.removeEmptyDirectory(at: url) }
     func moveItem(at source: URL, to target: URL) throws { try disk.moveItem(at: source, to: target) }
     func replaceItem(at target: URL, withItemAt source: URL) throws {
+        if refusesReplacing.withLock({ $0 }) { throw POSIXError(.ENOSPC) }
         try disk.replaceItem(at: target, withItemAt: source)
     }
     func setModificationTime(of url: URL, to nanoseconds: Int64) throws {

@@ -127,4 +127,42 @@ struct CoordinatedBatchTests {
         _ = try again[0].get()
         #expect(try Data(contentsOf: held.destination) == Data("downloaded held.txt".utf8))
     }
+
+    @Test("A package whose replacement fails is back at its path: not left in the temporary folder to read as deleted")
+    func packageBackWhenReplacementFails() throws {
+        let folder = try Self.folder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let temporary = folder.appendingPathComponent("tmp", isDirectory: true)
+        let package = folder.appendingPathComponent("Documents/List.item", isDirectory: true)
+        let downloaded = temporary.appendingPathComponent("download", isDirectory: true)
+        for url in [package, downloaded] {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        }
+        try Data("old".utf8).write(to: package.appendingPathComponent("name.txt"))
+        try Data("new".utf8).write(to: downloaded.appendingPathComponent("name.txt"))
+        // Written an hour ago: an identity the check trusts without reading the package.
+        let past = Date(timeIntervalSinceNow: -3_600)
+        for url in [package.appendingPathComponent("name.txt"), package] {
+            try FileManager.default.setAttributes([.modificationDate: past], ofItemAtPath: url.path)
+        }
+        let disk = CountingDisk()
+        let scanner = LocalScanner(disk: disk)
+        let old = try scanner.identity(of: package, kind: .package)
+        let placement = ContainerSync.Placement(
+            temporary: downloaded, destination: package, movedAside: temporary.appendingPathComponent("aside"),
+            replacing: old, synced: old, syncedHash: nil, kind: .package, modified: nil)
+        disk.refusesReplacing.withLock { $0 = true }
+
+        let refused = ContainerSync.placeTogether([placement], scanner: scanner, chunker: FileChunker(), disk: disk)
+
+        #expect(throws: POSIXError.self) { try refused[0].get() }
+        #expect(try Data(contentsOf: package.appendingPathComponent("name.txt")) == Data("old".utf8))
+        #expect(!FileManager.default.fileExists(atPath: placement.movedAside.path))
+        #expect(FileManager.default.fileExists(atPath: downloaded.path), "the download stays for its caller")
+
+        disk.refusesReplacing.withLock { $0 = false }
+        let placed = ContainerSync.placeTogether([placement], scanner: scanner, chunker: FileChunker(), disk: disk)
+        #expect(try placed[0].get().movedAside)
+        #expect(try Data(contentsOf: package.appendingPathComponent("name.txt")) == Data("new".utf8))
+    }
 }
