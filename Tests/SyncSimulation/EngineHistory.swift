@@ -12,10 +12,10 @@ import UbiquityProtocol
 /// lanes, coordinated writes and state database — against a simulated world: an in-memory service with the real
 /// service's rules (``ServiceWorld``), a disk in memory per device (``SimulatedVolume``) on a simulated clock, a
 /// network that holds every request until the history delivers it (in any order, or never: partitions, lost
-/// answers), changes to a disk that need space refused now and then (a full disk), and engines killed at any wait or
-/// right after any change they make to the disk, then started again from their state database and disk as they were. Every engine task runs on the history's own thread, one job at
-/// a time in an order the seed chooses, and users' saves land between any two of them; so a seed replays the same
-/// history exactly.
+/// answers), changes to a disk that need space and reads refused now and then (a full or failing disk), and engines
+/// killed at any wait or right after any change they make to the disk, then started again from their state database
+/// and disk as they were. Every engine task runs on the history's own thread, one job at a time in an order the seed
+/// chooses, and users' saves land between any two of them; so a seed replays the same history exactly.
 ///
 /// After the busy phase the world goes quiet (every device online, nothing killed, no user) and each device runs
 /// rounds until a whole pass changes nothing; then the invariants are checked (``EngineHistory/problems()``).
@@ -29,6 +29,9 @@ public final class EngineHistory: @unchecked Sendable {
         /// The chance that a change an engine makes to its disk that needs space fails, as on a full disk, in the
         /// busy phase. Drawn from a generator of its own, so a history runs as it would without until one fails.
         public var failedGrowth = 0.03
+        /// The chance that an engine's opening of a file to read it fails, as on a failing disk or for a file made
+        /// unreadable, in the busy phase (drawn as ``failedGrowth`` is).
+        public var failedRead = 0.03
         /// The chance that a user's save lands between two of an engine's jobs, in the busy phase.
         public var saveBetweenJobs = 0.01
         /// The engine's check of a local copy inside its coordinated write sees what the last scan saw, not the
@@ -218,7 +221,7 @@ public final class EngineHistory: @unchecked Sendable {
         let holder = EngineHolder()
         let disk = SimulatedDisk(
             volume: device.volume,
-            beforeGrowth: { [unowned self] in try self.beforeGrowth(on: device, by: holder) },
+            beforeAccess: { [unowned self] in try self.beforeAccess($0, on: device, by: holder) },
             afterChange: { [unowned self] in try self.afterChange(on: device, by: holder) },
             onCall: { [unowned self] in self.checkThread() })
         let service = SimulatedSyncService(
@@ -259,12 +262,17 @@ public final class EngineHistory: @unchecked Sendable {
         log("device\(device.index) engine killed \(why); restarted")
     }
 
-    func beforeGrowth(on device: Device, by holder: EngineHolder) throws {
-        guard !quiet, let engine = holder.engine, engine.alive, faults.chance(configuration.failedGrowth) else {
-            return
+    func beforeAccess(_ access: SimulatedDisk.Access, on device: Device, by holder: EngineHolder) throws {
+        guard !quiet, let engine = holder.engine, engine.alive else { return }
+        switch access {
+        case .growth where faults.chance(configuration.failedGrowth):
+            log("device\(device.index) disk full: a change the engine makes fails")
+            throw POSIXError(.ENOSPC)
+        case .read where faults.chance(configuration.failedRead):
+            log("device\(device.index) a read the engine makes fails")
+            throw POSIXError(.EIO)
+        default: return
         }
-        log("device\(device.index) disk full: a change the engine makes fails")
-        throw POSIXError(.ENOSPC)
     }
 
     func afterChange(on device: Device, by holder: EngineHolder) throws {

@@ -241,24 +241,32 @@ struct SimulatedCrash: Error {}
 
 /// One engine's view of its device's disk: the ``LocalDisk`` it is given. Once the engine is killed the view
 /// refuses everything, so nothing a dead engine still runs reaches the disk; a change that needs space may fail, as
-/// on a full disk (``beforeGrowth``), and every change it makes may be the engine's last (``afterChange``).
+/// on a full disk, and a read may fail, as on a failing disk or a file made unreadable (``beforeAccess``); and every
+/// change it makes may be the engine's last (``afterChange``).
 final class SimulatedDisk: LocalDisk, @unchecked Sendable {
+    /// What an access that may fail does.
+    enum Access {
+        /// Makes a file or folder, writes bytes, or renames: it needs space.
+        case growth
+        /// Opens a file to read it.
+        case read
+    }
+
     let volume: SimulatedVolume
     private let alive = Mutex(true)
-    /// Called before each change that needs space (a file or folder made, bytes written, a rename): it may refuse
-    /// it (and throw, as `ENOSPC`).
-    let beforeGrowth: @Sendable () throws -> Void
+    /// Called before each access that may fail: it may refuse it (and throw, `ENOSPC` or `EIO`).
+    let beforeAccess: @Sendable (Access) throws -> Void
     /// Called after each change the engine makes to the disk: it may kill the engine there (and throw).
     let afterChange: @Sendable () throws -> Void
     /// Called on every call, to check the simulation runs everything on its own thread.
     let onCall: @Sendable () -> Void
 
     init(
-        volume: SimulatedVolume, beforeGrowth: @escaping @Sendable () throws -> Void = {},
+        volume: SimulatedVolume, beforeAccess: @escaping @Sendable (Access) throws -> Void = { _ in },
         afterChange: @escaping @Sendable () throws -> Void, onCall: @escaping @Sendable () -> Void
     ) {
         self.volume = volume
-        self.beforeGrowth = beforeGrowth
+        self.beforeAccess = beforeAccess
         self.afterChange = afterChange
         self.onCall = onCall
     }
@@ -289,7 +297,7 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func createDirectory(at url: URL) throws {
         try check()
-        if volume.identity(at: url.path) == nil { try beforeGrowth() }
+        if volume.identity(at: url.path) == nil { try beforeAccess(.growth) }
         try volume.makeDirectory(url.path)
         try changed()
     }
@@ -308,14 +316,14 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func moveItem(at source: URL, to target: URL) throws {
         try check()
-        try beforeGrowth()
+        try beforeAccess(.growth)
         try volume.rename(source.path, to: target.path, replacing: false)
         try changed()
     }
 
     func replaceItem(at target: URL, withItemAt source: URL) throws {
         try check()
-        try beforeGrowth()
+        try beforeAccess(.growth)
         try volume.rename(source.path, to: target.path, replacing: true)
         try changed()
     }
@@ -328,17 +336,19 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func openFile(at url: URL) throws -> any DiskFile {
         try check()
-        if volume.identity(at: url.path) == nil { try beforeGrowth() }
+        if volume.identity(at: url.path) == nil { try beforeAccess(.growth) }
         return SimulatedFileHandle(disk: self, serial: try volume.openFile(url.path, create: true))
     }
 
     func openFileForReading(at url: URL) throws -> any DiskFile {
         try check()
+        try beforeAccess(.read)
         return SimulatedFileHandle(disk: self, serial: try volume.openFile(url.path, create: false))
     }
 
     func chunksAndContentHash(ofFileAt url: URL, chunker: FileChunker) throws -> ChunkedContent {
         try check()
+        try beforeAccess(.read)
         let serial = try volume.openFile(url.path, create: false)
         let bytes = volume.bytes(serial: serial) ?? []
         return bytes.withUnsafeBytes { chunker.chunksAndContentHash(of: $0) }
@@ -365,7 +375,7 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
         func write(_ data: Data, at offset: Int64) throws {
             try disk.check()
-            try disk.beforeGrowth()
+            try disk.beforeAccess(.growth)
             disk.volume.change(serial: serial) { bytes in
                 let end = Int(offset) + data.count
                 if bytes.count < end { bytes += [UInt8](repeating: 0, count: end - bytes.count) }
