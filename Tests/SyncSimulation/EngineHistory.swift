@@ -29,8 +29,8 @@ public final class EngineHistory: @unchecked Sendable {
         /// The chance that a change an engine makes to its disk that needs space fails, as on a full disk, in the
         /// busy phase. Drawn from a generator of its own, so a history runs as it would without until one fails.
         public var failedGrowth = 0.03
-        /// The chance that an engine's opening of a file to read it fails, as on a failing disk or for a file made
-        /// unreadable, in the busy phase (drawn as ``failedGrowth`` is).
+        /// The chance that an engine's opening of a file to read it, or listing of a folder, fails, as on a failing
+        /// disk or for an item made unreadable, in the busy phase (drawn as ``failedGrowth`` is).
         public var failedRead = 0.03
         /// The chance that a user's save lands between two of an engine's jobs, in the busy phase.
         public var saveBetweenJobs = 0.01
@@ -270,6 +270,9 @@ public final class EngineHistory: @unchecked Sendable {
             throw POSIXError(.ENOSPC)
         case .read where faults.chance(configuration.failedRead):
             log("device\(device.index) a read the engine makes fails")
+            throw POSIXError(.EIO)
+        case .list where faults.chance(configuration.failedRead):
+            log("device\(device.index) a folder listing the engine makes fails")
             throw POSIXError(.EIO)
         default: return
         }

@@ -241,8 +241,8 @@ struct SimulatedCrash: Error {}
 
 /// One engine's view of its device's disk: the ``LocalDisk`` it is given. Once the engine is killed the view
 /// refuses everything, so nothing a dead engine still runs reaches the disk; a change that needs space may fail, as
-/// on a full disk, and a read may fail, as on a failing disk or a file made unreadable (``beforeAccess``); and every
-/// change it makes may be the engine's last (``afterChange``).
+/// on a full disk, and a read or a listing may fail, as on a failing disk or an item made unreadable
+/// (``beforeAccess``); and every change it makes may be the engine's last (``afterChange``).
 final class SimulatedDisk: LocalDisk, @unchecked Sendable {
     /// What an access that may fail does.
     enum Access {
@@ -250,6 +250,8 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
         case growth
         /// Opens a file to read it.
         case read
+        /// Lists a folder.
+        case list
     }
 
     let volume: SimulatedVolume
@@ -292,6 +294,7 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func contentsOfDirectory(at url: URL) throws -> [String] {
         try check()
+        try beforeAccess(.list)
         return try volume.children(of: url.path)
     }
 
