@@ -146,7 +146,7 @@ extension ContainerSync {
             let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
             if roots.isEmpty { return nil }
             known = try state.records(atOrBelow: roots)
-            scan = try await onDisk { scanner.scan(folder, only: roots) }
+            scan = try await onDisk { try scanner.scan(folder, only: roots) }
         }
         let before = Dictionary(known.map { ($0.id, $0) }) { first, _ in first }
         var observations = before.mapValues(\.observation)

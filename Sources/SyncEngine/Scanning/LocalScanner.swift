@@ -85,12 +85,14 @@ public struct LocalScanner: Sendable {
 
     /// Scans only what is at `paths` (relative to `folder`, as file-system events name them): each path is looked
     /// at by itself — a folder found there is scanned whole, a path inside a package stands for the package, and a
-    /// path with nothing there finds nothing.
-    public func scan(_ folder: URL, only paths: Set<String>) -> Result {
+    /// path with nothing there finds nothing (nor does a folder removed while it is walked).
+    /// - Throws: The error of a folder that is there but cannot be listed (unreadable, a failing disk, no file
+    ///   descriptor left): what is in it is not known, which is not the same as nothing being there.
+    public func scan(_ folder: URL, only paths: Set<String>) throws -> Result {
         var result = Result()
         for path in Set(paths.map(itemRoot)).sorted() where !path.isEmpty {
             if Self.isTemporary(path) { continue }
-            try? add(folder.appendingPathComponent(path), relative: path, into: &result)
+            try add(folder.appendingPathComponent(path), relative: path, into: &result)
         }
         return result
     }
@@ -148,7 +150,14 @@ public struct LocalScanner: Sendable {
             result.items[path] = ScannedItem(path: path, kind: .package, identity: packageIdentity(url, found))
         } else {
             result.items[path] = ScannedItem(path: path, kind: .directory, identity: found)
-            if recursively { try walk(url, relative: relative, into: &result) }
+            guard recursively else { return }
+            do {
+                try walk(url, relative: relative, into: &result)
+            } catch  where disk.identity(at: url) == nil {
+                // Removed while it was walked: nothing of it is here, as a scan after would find.
+                let below = relative + "/"
+                result.items = result.items.filter { $0.key.string != relative && !$0.key.string.hasPrefix(below) }
+            }
         }
     }
 

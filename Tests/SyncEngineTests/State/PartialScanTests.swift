@@ -103,7 +103,7 @@ struct PartialScanTests {
                 scope = scope.union(bursts.take())
                 guard case .paths(let paths) = scope else { break }
                 let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
-                let partial = scanner.scan(folder, only: roots)
+                let partial = try scanner.scan(folder, only: roots)
                 let region = known.filter { item in
                     roots.contains { item.path.string == $0 || item.path.string.hasPrefix($0 + "/") }
                 }
@@ -116,5 +116,40 @@ struct PartialScanTests {
             #expect(found == expected, "\(name): events named \(paths.sorted())")
             known = settle(known, after: full)
         }
+    }
+
+    @Test(
+        "A folder that is there but cannot be listed fails the scan of its path, not reads as empty; one removed while walked is nothing"
+    )
+    func unlistableFolder() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-unlistable-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let notes = folder.appendingPathComponent("Documents/Notes", isDirectory: true)
+        try FileManager.default.createDirectory(at: notes, withIntermediateDirectories: true)
+        for name in ["a.txt", "b.txt"] { try Data(name.utf8).write(to: notes.appendingPathComponent(name)) }
+        let disk = CountingDisk()
+        let scanner = LocalScanner(disk: disk)
+        let listed: Set<String> = ["Documents/Notes", "Documents/Notes/a.txt", "Documents/Notes/b.txt"]
+        #expect(Set(try scanner.scan(folder, only: ["Documents/Notes"]).items.keys.map(\.string)) == listed)
+
+        // Unreadable, a failing disk, no descriptor left: what is in the folder is not known.
+        disk.beforeListing.withLock {
+            $0 = { url in if url.lastPathComponent == "Notes" { throw POSIXError(.EIO) } }
+        }
+        #expect(throws: POSIXError.self) { try scanner.scan(folder, only: ["Documents/Notes"]) }
+        #expect(throws: POSIXError.self) { try scanner.scan(folder, only: ["Documents"]) }
+
+        // Removed between being found and being listed: nothing is there, as a scan after finds.
+        disk.beforeListing.withLock {
+            $0 = { url in
+                guard url.lastPathComponent == "Notes" else { return }
+                try FileManager.default.removeItem(at: url)
+                throw POSIXError(.ENOENT)
+            }
+        }
+        #expect(try scanner.scan(folder, only: ["Documents/Notes"]).items.isEmpty)
+        disk.beforeListing.withLock { $0 = nil }
+        #expect(Set(try scanner.scan(folder, only: ["Documents"]).items.keys.map(\.string)) == ["Documents"])
     }
 }
