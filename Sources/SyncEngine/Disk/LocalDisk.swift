@@ -88,18 +88,26 @@ extension LocalDisk {
     func isDirectory(_ url: URL) -> Bool { identity(at: url)?.isDirectory == true }
 
     /// Every path below the folder at `url`, relative to it, depth first in name order: what a walk of a package
-    /// finds.
-    func subpaths(of url: URL) -> [String] {
+    /// finds. A folder removed while it is walked has nothing in it.
+    /// - Throws: The error of a folder that is there but cannot be listed: a package read without it would lack its
+    ///   members, and go up so.
+    func subpaths(of url: URL) throws -> [String] {
         var found: [String] = []
-        func walk(_ folder: URL, _ relative: String) {
-            for name in ((try? contentsOfDirectory(at: folder)) ?? []).sorted() {
+        func walk(_ folder: URL, _ relative: String) throws {
+            let names: [String]
+            do {
+                names = try contentsOfDirectory(at: folder)
+            } catch  where !exists(folder) {
+                return
+            }
+            for name in names.sorted() {
                 let path = relative.isEmpty ? name : relative + "/" + name
                 found.append(path)
                 let member = folder.appendingPathComponent(name)
-                if isDirectory(member) { walk(member, path) }
+                if isDirectory(member) { try walk(member, path) }
             }
         }
-        walk(url, "")
+        try walk(url, "")
         return found
     }
 }

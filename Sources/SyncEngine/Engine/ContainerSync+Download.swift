@@ -339,7 +339,8 @@ extension ContainerSync {
     /// its identity tells; what acts on it checks again inside its coordinated write (``checkLocalCopy``).
     func isUnmodified(_ item: LocalItem) throws -> Bool {
         guard let identity = item.identity else { return item.isPlaceholder }
-        guard let now = try? scanner.identity(of: layout.url(of: item.path), kind: item.kind) else { return true }
+        let url = layout.url(of: item.path)
+        guard let now = try? scanner.identity(of: url, kind: item.kind) else { return !disk.exists(url) }
         return now.isUnchanged(since: identity)
     }
 }

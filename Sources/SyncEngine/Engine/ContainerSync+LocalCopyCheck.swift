@@ -22,7 +22,14 @@ extension ContainerSync {
         at url: URL, recorded: LocalFileIdentity?, synced: LocalFileIdentity? = nil, contentHash: ChunkHash?,
         kind: ItemKind, scanner: LocalScanner, chunker: FileChunker
     ) -> LocalCopyCheck {
-        guard let now = try? scanner.identity(of: url, kind: kind) else { return .absent }
+        let now: LocalFileIdentity
+        do {
+            now = try scanner.identity(of: url, kind: kind)
+        } catch {
+            // Something there that cannot be looked at whole (a package's folder that cannot be listed) is not known
+            // to be unchanged.
+            return scanner.disk.exists(url) ? .changed : .absent
+        }
         guard let recorded, now.isUnchanged(since: recorded) else { return .changed }
         guard recorded.isRacy || synced?.isRacy == true, kind != .directory else { return .unchanged }
         guard let contentHash else { return .changed }

@@ -168,7 +168,14 @@ extension ContainerSync {
         let old = item.observation
         guard let path = old.local?.path ?? old.synced?.path else { return }
         let kind = old.local?.kind ?? old.synced?.kind ?? .file
-        if let identity = try? scanner.identity(of: layout.url(of: path), kind: kind) {
+        let url = layout.url(of: path)
+        let found: LocalFileIdentity?
+        do {
+            found = try scanner.identity(of: url, kind: kind)
+        } catch  where !disk.exists(url) {
+            found = nil  // gone; a copy that is there but cannot be looked at is not taken for deleted
+        }
+        if let identity = found {
             var view = LocalView(path: path, kind: kind, identity: identity)
             if let previous = old.local, identity == previous.identity, !previous.identity.isRacy {
                 view.contentHash = previous.contentHash

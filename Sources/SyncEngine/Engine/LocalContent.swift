@@ -52,7 +52,7 @@ public struct LocalContent: Sendable, Hashable {
         var entries: [PackageEntry] = []
         var sources: [ChunkHash: Source] = [:]
         var total: Int64 = 0
-        for member in disk.subpaths(of: url).sorted() where !LocalScanner.isTemporary(member) {
+        for member in try disk.subpaths(of: url).sorted() where !LocalScanner.isTemporary(member) {
             let memberURL = url.appendingPathComponent(member)
             guard let found = disk.identity(at: memberURL) else { continue }
             let path = try ItemPath(member)

@@ -147,7 +147,7 @@ public struct LocalScanner: Sendable {
         if type == UInt32(S_IFREG) {
             result.items[path] = ScannedItem(path: path, kind: .file, identity: found)
         } else if types.isPackageExtension((relative as NSString).pathExtension) {
-            result.items[path] = ScannedItem(path: path, kind: .package, identity: packageIdentity(url, found))
+            result.items[path] = ScannedItem(path: path, kind: .package, identity: try packageIdentity(url, found))
         } else {
             result.items[path] = ScannedItem(path: path, kind: .directory, identity: found)
             guard recursively else { return }
@@ -165,15 +165,15 @@ public struct LocalScanner: Sendable {
     /// - Throws: `ENOENT` when nothing is there.
     public func identity(of url: URL, kind: ItemKind) throws -> LocalFileIdentity {
         guard let found = disk.identity(at: url) else { throw POSIXError(.ENOENT) }
-        return kind == .package ? packageIdentity(url, found) : found
+        return kind == .package ? try packageIdentity(url, found) : found
     }
 
     /// A package's identity: its folder's device and inode, its members' total size, and the latest modification
     /// and status change of the folder and every member — so any change inside shows.
-    private func packageIdentity(_ url: URL, _ folder: LocalFileIdentity) -> LocalFileIdentity {
+    private func packageIdentity(_ url: URL, _ folder: LocalFileIdentity) throws -> LocalFileIdentity {
         var identity = folder
         identity.size = 0
-        for member in disk.subpaths(of: url) where !Self.isTemporary(member) {
+        for member in try disk.subpaths(of: url) where !Self.isTemporary(member) {
             guard let found = disk.identity(at: url.appendingPathComponent(member)) else { continue }
             if found.mode & UInt32(S_IFMT) == UInt32(S_IFREG) { identity.size += found.size }
             identity.modified = max(identity.modified, found.modified)

@@ -6,7 +6,10 @@ extension LocalItem {
     public func hasLocalChanges(in layout: ContainerLayout) -> Bool {
         guard !isPlaceholder else { return false }
         guard let identity, baseVersion != nil else { return true }
-        guard let now = try? LocalScanner().identity(of: layout.url(of: path), kind: kind) else { return false }
+        let url = layout.url(of: path)
+        guard let now = try? LocalScanner().identity(of: url, kind: kind) else {
+            return FileManager.default.fileExists(atPath: url.path)  // there, but not to be looked at: not known to be unchanged
+        }
         return !now.isUnchanged(since: identity)
     }
 }
