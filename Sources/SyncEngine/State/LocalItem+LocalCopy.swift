@@ -8,7 +8,8 @@ extension LocalItem {
         guard let identity, baseVersion != nil else { return true }
         let url = layout.url(of: path)
         guard let now = try? LocalScanner().identity(of: url, kind: kind) else {
-            return FileManager.default.fileExists(atPath: url.path)  // there, but not to be looked at: not known to be unchanged
+            // There, but not to be looked at whole: not known to be unchanged.
+            return FileManager.default.fileExists(atPath: url.path)
         }
         return !now.isUnchanged(since: identity)
     }
