@@ -16,7 +16,7 @@ extension EngineHistory {
             let path = folder + "/" + Self.names.randomElement(using: &random)!
             let url = device.layout.folder.appendingPathComponent(path)
             guard device.volume.identity(at: url.path) == nil else { return }
-            try device.volume.makeDirectory(url.deletingLastPathComponent().path)
+            try makeFolder(url.deletingLastPathComponent(), on: device)
             try save(newContent(device), at: url, on: device, safely: false, by: "user creates")
             return
         }
@@ -32,7 +32,7 @@ extension EngineHistory {
             let target = device.layout.folder.appendingPathComponent(
                 folder + "/" + Self.names.randomElement(using: &random)!)
             guard device.volume.identity(at: target.path) == nil else { return }
-            try device.volume.makeDirectory(target.deletingLastPathComponent().path)
+            try makeFolder(target.deletingLastPathComponent(), on: device)
             try device.volume.rename(url.path, to: target.path, replacing: false)
             touch(url, target, on: device)
             log("device\(device.index) user moves Documents/\(relative) to \(relativePath(target, on: device))")
@@ -72,6 +72,18 @@ extension EngineHistory {
         liveSaves[SaveKey(device: device.index, serial: serial)] = bytes
         touch(url, on: device)
         log("device\(device.index) \(who) \(relativePath(url, on: device)) = \(String(decoding: bytes, as: UTF8.self))")
+    }
+
+    /// Makes the folder at `url` (and those above it) if it is not there; the outermost folder made is a path the
+    /// watcher names, as a real one does.
+    func makeFolder(_ url: URL, on device: Device) throws {
+        guard device.volume.identity(at: url.path) == nil else { return }
+        var outermost = url
+        while device.volume.identity(at: outermost.deletingLastPathComponent().path) == nil {
+            outermost = outermost.deletingLastPathComponent()
+        }
+        try device.volume.makeDirectory(url.path)
+        touch(outermost, on: device)
     }
 
     func touch(_ urls: URL..., on device: Device) {
