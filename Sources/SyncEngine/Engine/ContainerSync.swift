@@ -111,6 +111,10 @@ public actor ContainerSync {
     /// since it first listed the folder (`nil` before that): a download finds another version's partial file of
     /// its item here, not by listing a folder that holds every download under way.
     var partialFiles: Set<String>?
+    /// When this sync first cleared `.ubiquity/tmp/`, by the disk's clock, and whether it got to: what is there from
+    /// no later is an earlier engine's (see ``clearTemporaryFiles()``).
+    var clearingStarted: Int64?
+    var leftoversCleared = false
     /// The last round asked for; the next waits for it.
     var round: Task<Void, any Error>?
     /// Whether a ``ContainerEngine`` drives this sync.
@@ -187,6 +191,7 @@ public actor ContainerSync {
                 try await self.observeRemoteChanges()
                 try await self.settle()
                 try await self.clearStalePartials()
+                if await !self.leftoversCleared { await self.clearTemporaryFiles() }
                 try await self.forgetAbandonedPrefetches()
                 try await self.syncKeyValues()
                 self.hub.send(.roundEnded(failure: nil))
@@ -264,11 +269,19 @@ public actor ContainerSync {
     }
 
     /// Clears what a stopped engine left in `.ubiquity/tmp/` but partial downloads (resumed when next asked for).
+    /// Called as the engine starts; should the folder not be listed then, each round tries again, taking only what
+    /// was last changed no later than the first try (an earlier engine's), not this sync's own downloads under way.
     public func clearTemporaryFiles() {
-        for name in (try? disk.contentsOfDirectory(at: layout.temporary)) ?? []
-        where !name.hasSuffix(Self.partialSuffix) {
-            try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
+        guard !leftoversCleared else { return }
+        let started = clearingStarted ?? disk.identity(at: layout.temporary)?.capturedAt ?? 0
+        clearingStarted = started
+        guard let names = try? disk.contentsOfDirectory(at: layout.temporary) else { return }
+        for name in names where !name.hasSuffix(Self.partialSuffix) {
+            let url = layout.temporary.appendingPathComponent(name)
+            if (disk.identity(at: url)?.changed ?? 0) > started { continue }  // this sync's own
+            try? disk.removeItem(at: url)
         }
+        leftoversCleared = true
     }
 }
 
