@@ -124,8 +124,13 @@ extension ContainerSync {
     /// as new becomes an item only while no item's local copy is at its path.
     /// An item whose record changed between the read and the write is observed again (so a save the scan saw is
     /// not lost behind an operation's outcome), up to a few times: only such items' paths, not the whole scope.
+    /// A folder or package that cannot be read leaves what is in it as it was (see ``noteUnreadable(_:within:)``)
+    /// and is observed again by each round until it can be.
     func observeLocal(_ scope: ScanScope) async throws {
         var scope = scope
+        if case .paths(let paths) = scope, case let known = try unreadablePaths(), !known.isEmpty {
+            scope = .paths(paths.union(known.keys.map(\.string)))
+        }
         for _ in 0..<4 {
             guard let again = try await observeLocalOnce(scope) else { return }
             scope = again
@@ -139,17 +144,19 @@ extension ContainerSync {
         let (scanner, folder) = (scanner, layout.folder)
         let known: [StoredItem]
         let scan: LocalScanner.Result
+        let roots: Set<String>
         switch scope {
         case .everything:
             return try await observeEverything() ? nil : .everything
         case .paths(let paths):
-            let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
+            roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
             if roots.isEmpty { return nil }
             known = try state.records(atOrBelow: roots)
-            scan = try await onDisk { try scanner.scan(folder, only: roots) }
+            scan = try await onDisk { scanner.scan(folder, only: roots) }
         }
         let before = Dictionary(known.map { ($0.id, $0) }) { first, _ in first }
-        var observations = before.mapValues(\.observation)
+        // What is in a folder or package that could not be read is not known: its items are left as they were.
+        var observations = before.filter { !scan.isUnknown($0.value.path) }.mapValues(\.observation)
         LocalObservation.apply(scan.items, to: &observations, newID: { ItemID(uuid: newIdentifier()) })
         var writes: [RecordWrite] = []
         for (id, observation) in observations {
@@ -164,6 +171,7 @@ extension ContainerSync {
             }
         }
         let applied = Set(try await commit(writes).map(\.id))
+        try await noteUnreadable(scan.unreadable, within: roots)
         var again: Set<String> = []
         for write in writes where !applied.contains(write.id) {
             guard case .unchanged(let old) = write.condition else { continue }
@@ -201,17 +209,35 @@ extension ContainerSync {
         // The folders on disk, from the container's own, each beside the records of the items at its entries.
         var visited: Set<String> = [""]
         var folders: [(relative: String, path: String)] = [("", "")]
+        // The folders and packages that could not be read: the items in them are left as they were.
+        var unreadable: [ItemPath: String] = [:]
+        func isBelowUnreadable(_ path: String) -> Bool {
+            unreadable.keys.contains { path.hasPrefix($0.string + "/") }
+        }
         while let (relative, path) = folders.popLast() {
             let disk = disk
-            let found = try await onDisk {
+            let listing = try await onDisk { () throws -> Result<FolderListing, any Error> in
                 do {
-                    return try scanner.scanFolder(folder, relative: relative)
-                } catch  where !relative.isEmpty && disk.identity(at: folder.appendingPathComponent(relative)) == nil {
+                    return .success(try scanner.scanFolder(folder, relative: relative))
+                } catch  where !relative.isEmpty {
                     // Removed since its parent was listed: nothing of it is here, as a whole scan after would find.
-                    return ([], [])
+                    if disk.identity(at: folder.appendingPathComponent(relative)) == nil {
+                        return .success(([], [], [:]))
+                    }
+                    return .failure(error)
                 }
             }
-            let known = Dictionary(try state.records(directlyIn: path).map { ($0.id, $0) }) { first, _ in first }
+            let found: FolderListing
+            switch listing {
+            case .success(let listed): found = listed
+            case .failure(let error):
+                if let folder = try? ItemPath(path) { unreadable[folder] = String(describing: error) }
+                continue
+            }
+            unreadable.merge(found.unreadable) { _, later in later }
+            let known = Dictionary(
+                try state.records(directlyIn: path).filter { found.unreadable[$0.path] == nil }.map { ($0.id, $0) }
+            ) { first, _ in first }
             for observation in comparison.compare(known.values.map(\.observation), with: found.entries) {
                 if let old = known[observation.id] { update(old, observation) }
             }
@@ -232,7 +258,8 @@ extension ContainerSync {
             let page = try state.itemPaths(after: row, limit: Self.comparisonBatch)
             guard let last = page.last else { break }
             row = last.row
-            let away = page.filter { !visited.contains(Self.parent(of: $0.path)) }.map(\.id)
+            let away = page.filter { !visited.contains(Self.parent(of: $0.path)) && !isBelowUnreadable($0.path) }
+                .map(\.id)
             if !away.isEmpty { _ = comparison.compare(try state.records(away).map(\.observation), with: []) }
         }
         // Moves across folders, then where the service has an item with nothing here, then new items.
@@ -273,8 +300,14 @@ extension ContainerSync {
             try flush()
         }
         try flush(true)
+        try await noteUnreadable(unreadable, within: nil)
         return confirmed == checked
     }
+
+    /// What ``LocalScanner/scanFolder(_:relative:)`` finds of one folder.
+    typealias FolderListing = (
+        entries: [ScannedItem], folders: [(relative: String, path: ItemPath)], unreadable: [ItemPath: String]
+    )
 
     /// The folder an item path string is an entry of (`""`: the container's own).
     private static func parent(of path: String) -> String {

@@ -115,6 +115,8 @@ public actor ContainerSync {
     /// no later is an earlier engine's (see ``clearTemporaryFiles()``).
     var clearingStarted: Int64?
     var leftoversCleared = false
+    /// The folders and packages found unreadable, once read from the state database (see ``unreadablePaths()``).
+    var unreadable: [ItemPath: String]?
     /// The last round asked for; the next waits for it.
     var round: Task<Void, any Error>?
     /// Whether a ``ContainerEngine`` drives this sync.

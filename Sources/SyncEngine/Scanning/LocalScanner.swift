@@ -37,6 +37,18 @@ public struct LocalScanner: Sendable {
         public var items: [ItemPath: ScannedItem] = [:]
         /// What was left out, with why (relative paths as found on disk).
         public var skipped: [String: String] = [:]
+        /// The folders and packages that are there but could not be read (unreadable, a failing disk, no file
+        /// descriptor left), with why. What is in them is not known — which is not the same as nothing being there —
+        /// so a folder is reported as an item without what is below it, and a package not at all.
+        public var unreadable: [ItemPath: String] = [:]
+
+        /// Whether what a scan found at `path` is not known: `path` is below a folder or package that could not be
+        /// read, or is such a package. Records at such paths are to be left as they are.
+        public func isUnknown(_ path: ItemPath) -> Bool {
+            guard !unreadable.isEmpty else { return false }
+            if unreadable[path] != nil { return items[path]?.kind != .directory }
+            return unreadable.keys.contains { path.string.hasPrefix($0.string + "/") }
+        }
     }
 
     /// The types that tell packages from folders.
@@ -50,8 +62,9 @@ public struct LocalScanner: Sendable {
         self.disk = disk
     }
 
-    /// Scans `folder` (a container's folder).
-    /// - Throws: The error of a folder that cannot be read (the container's own folder missing included).
+    /// Scans `folder` (a container's folder). A folder or package below it that cannot be read is reported in
+    /// ``Result/unreadable``.
+    /// - Throws: The error of the container's own folder when it cannot be read (missing included).
     public func scan(_ folder: URL) throws -> Result {
         var result = Result()
         try walk(folder, relative: "", into: &result)
@@ -60,39 +73,40 @@ public struct LocalScanner: Sendable {
 
     /// Scans one folder of the container (`relative` to `folder` as on disk, `""` for the container's own): its
     /// entries as items (a package whole, a folder as an item without what is in it), and the folders among them to
-    /// scan in turn, each as on disk and as an item path. What ``scan(_:)`` finds is what this finds of every folder
-    /// it reaches.
-    /// - Throws: The error of a folder that cannot be read.
+    /// scan in turn, each as on disk and as an item path, and the packages among them that could not be read. What
+    /// ``scan(_:)`` finds is what this finds of every folder it reaches.
+    /// - Throws: The error of the folder when it cannot be listed.
     public func scanFolder(_ folder: URL, relative: String) throws
-        -> (entries: [ScannedItem], folders: [(relative: String, path: ItemPath)])
+        -> (entries: [ScannedItem], folders: [(relative: String, path: ItemPath)], unreadable: [ItemPath: String])
     {
         let directory = relative.isEmpty ? folder : folder.appendingPathComponent(relative, isDirectory: true)
         var entries: [ScannedItem] = []
         var folders: [(relative: String, path: ItemPath)] = []
+        var unreadable: [ItemPath: String] = [:]
         for name in try disk.contentsOfDirectory(at: directory).sorted() {
             if relative.isEmpty && name == ItemPath.reservedFolderName { continue }
             if TemporaryFileName.isTemporary(name) { continue }  // a save under way: its result is what syncs
             let entry = relative.isEmpty ? name : relative + "/" + name
             var found = Result()
-            try add(directory.appendingPathComponent(name), relative: entry, into: &found, recursively: false)
+            add(directory.appendingPathComponent(name), relative: entry, into: &found, recursively: false)
             for item in found.items.values {
                 entries.append(item)
                 if item.kind == .directory { folders.append((entry, item.path)) }
             }
+            unreadable.merge(found.unreadable) { _, later in later }
         }
-        return (entries, folders)
+        return (entries, folders, unreadable)
     }
 
     /// Scans only what is at `paths` (relative to `folder`, as file-system events name them): each path is looked
     /// at by itself — a folder found there is scanned whole, a path inside a package stands for the package, and a
-    /// path with nothing there finds nothing (nor does a folder removed while it is walked).
-    /// - Throws: The error of a folder that is there but cannot be listed (unreadable, a failing disk, no file
-    ///   descriptor left): what is in it is not known, which is not the same as nothing being there.
-    public func scan(_ folder: URL, only paths: Set<String>) throws -> Result {
+    /// path with nothing there finds nothing (nor does a folder removed while it is walked). A folder or package
+    /// that is there but cannot be read is reported in ``Result/unreadable``.
+    public func scan(_ folder: URL, only paths: Set<String>) -> Result {
         var result = Result()
         for path in Set(paths.map(itemRoot)).sorted() where !path.isEmpty {
             if Self.isTemporary(path) { continue }
-            try add(folder.appendingPathComponent(path), relative: path, into: &result)
+            add(folder.appendingPathComponent(path), relative: path, into: &result)
         }
         return result
     }
@@ -121,15 +135,15 @@ public struct LocalScanner: Sendable {
         for name in try disk.contentsOfDirectory(at: directory).sorted() {
             if relative.isEmpty && name == ItemPath.reservedFolderName { continue }
             if TemporaryFileName.isTemporary(name) { continue }  // a save under way: its result is what syncs
-            try add(
+            add(
                 directory.appendingPathComponent(name), relative: relative.isEmpty ? name : relative + "/" + name,
                 into: &result, recursively: recursively)
         }
     }
 
-    /// Reports what is at `url` (`relative` in the container), and what is below it when it is a folder.
-    /// - Throws: The error of a folder below that cannot be read.
-    private func add(_ url: URL, relative: String, into result: inout Result, recursively: Bool = true) throws {
+    /// Reports what is at `url` (`relative` in the container), and what is below it when it is a folder; a folder
+    /// or package there that cannot be read, in ``Result/unreadable``.
+    private func add(_ url: URL, relative: String, into result: inout Result, recursively: Bool = true) {
         guard let found = disk.identity(at: url) else { return }  // gone since it was listed
         let type = found.mode & UInt32(S_IFMT)
         guard type == UInt32(S_IFREG) || type == UInt32(S_IFDIR) else {
@@ -147,16 +161,27 @@ public struct LocalScanner: Sendable {
         if type == UInt32(S_IFREG) {
             result.items[path] = ScannedItem(path: path, kind: .file, identity: found)
         } else if types.isPackageExtension((relative as NSString).pathExtension) {
-            result.items[path] = ScannedItem(path: path, kind: .package, identity: try packageIdentity(url, found))
+            do {
+                result.items[path] = ScannedItem(path: path, kind: .package, identity: try packageIdentity(url, found))
+            } catch {
+                // Removed while it was read: nothing is here, as a scan after would find.
+                if disk.identity(at: url) != nil { result.unreadable[path] = String(describing: error) }
+            }
         } else {
             result.items[path] = ScannedItem(path: path, kind: .directory, identity: found)
             guard recursively else { return }
             do {
                 try walk(url, relative: relative, into: &result)
-            } catch  where disk.identity(at: url) == nil {
-                // Removed while it was walked: nothing of it is here, as a scan after would find.
-                let below = relative + "/"
-                result.items = result.items.filter { $0.key.string != relative && !$0.key.string.hasPrefix(below) }
+            } catch {
+                // Only its own listing throws (what is below reports itself): nothing below it is known.
+                let below = path.string + "/"
+                result.items = result.items.filter { !$0.key.string.hasPrefix(below) }
+                result.unreadable = result.unreadable.filter { !$0.key.string.hasPrefix(below) }
+                if disk.identity(at: url) == nil {
+                    result.items[path] = nil  // removed while it was walked, as a scan after would find
+                } else {
+                    result.unreadable[path] = String(describing: error)
+                }
             }
         }
     }

@@ -103,7 +103,7 @@ struct PartialScanTests {
                 scope = scope.union(bursts.take())
                 guard case .paths(let paths) = scope else { break }
                 let roots = Set(paths.map(scanner.itemRoot)).subtracting([""])
-                let partial = try scanner.scan(folder, only: roots)
+                let partial = scanner.scan(folder, only: roots)
                 let region = known.filter { item in
                     roots.contains { item.path.string == $0 || item.path.string.hasPrefix($0 + "/") }
                 }
@@ -119,26 +119,57 @@ struct PartialScanTests {
     }
 
     @Test(
-        "A folder that is there but cannot be listed fails the scan of its path, not reads as empty; one removed while walked is nothing"
+        "A folder or package that is there but cannot be read is reported unknown, not empty; one removed while read is nothing"
     )
     func unlistableFolder() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "ubiquity-unlistable-\(UUID().uuidString.prefix(8))", isDirectory: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let notes = folder.appendingPathComponent("Documents/Notes", isDirectory: true)
-        try FileManager.default.createDirectory(at: notes, withIntermediateDirectories: true)
-        for name in ["a.txt", "b.txt"] { try Data(name.utf8).write(to: notes.appendingPathComponent(name)) }
-        let disk = CountingDisk()
-        let scanner = LocalScanner(disk: disk)
-        let listed: Set<String> = ["Documents/Notes", "Documents/Notes/a.txt", "Documents/Notes/b.txt"]
-        #expect(Set(try scanner.scan(folder, only: ["Documents/Notes"]).items.keys.map(\.string)) == listed)
-
-        // Unreadable, a failing disk, no descriptor left: what is in the folder is not known.
-        disk.beforeListing.withLock {
-            $0 = { url in if url.lastPathComponent == "Notes" { throw POSIXError(.EIO) } }
+        try FileManager.default.createDirectory(
+            at: notes.appendingPathComponent("Old"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: folder.appendingPathComponent("Documents/List.item/Data"), withIntermediateDirectories: true)
+        for name in ["a.txt", "b.txt", "Old/c.txt"] {
+            try Data(name.utf8).write(to: notes.appendingPathComponent(name))
         }
-        #expect(throws: POSIXError.self) { try scanner.scan(folder, only: ["Documents/Notes"]) }
-        #expect(throws: POSIXError.self) { try scanner.scan(folder, only: ["Documents"]) }
+        try Data("milk".utf8).write(to: folder.appendingPathComponent("Documents/List.item/Data/1"))
+        try Data("eggs".utf8).write(to: folder.appendingPathComponent("Documents/Eggs.txt"))
+        let disk = CountingDisk()
+        let types = DocumentTypeRegistry()
+        types.register(
+            DocumentType(
+                identifier: "com.example.grocery-item", conformsTo: ["com.apple.package"], filenameExtensions: ["item"])
+        )
+        let scanner = LocalScanner(types: types, disk: disk)
+        func paths(_ result: LocalScanner.Result) -> Set<String> { Set(result.items.keys.map(\.string)) }
+        let below: Set<String> = [
+            "Documents/Notes/a.txt", "Documents/Notes/b.txt", "Documents/Notes/Old", "Documents/Notes/Old/c.txt",
+        ]
+        #expect(paths(scanner.scan(folder, only: ["Documents/Notes"])) == below.union(["Documents/Notes"]))
+
+        // Unreadable, a failing disk, no descriptor left: what is in the folder and the package is not known.
+        disk.beforeListing.withLock {
+            $0 = { url in if ["Notes", "Data"].contains(url.lastPathComponent) { throw POSIXError(.EIO) } }
+        }
+        let notesPath = try ItemPath("Documents/Notes")
+        let package = try ItemPath("Documents/List.item")
+        let (c, eggs) = (try ItemPath("Documents/Notes/Old/c.txt"), try ItemPath("Documents/Eggs.txt"))
+        for result in [
+            scanner.scan(folder, only: ["Documents"]), try scanner.scan(folder),
+            scanner.scan(folder, only: ["Documents/Notes", "Documents/List.item/Data/1", "Documents/Eggs.txt"]),
+        ] {
+            #expect(Set(result.unreadable.keys) == [notesPath, package])
+            #expect(paths(result).isDisjoint(with: below), "nothing below an unreadable folder is reported")
+            #expect(paths(result).isSuperset(of: ["Documents/Notes", "Documents/Eggs.txt"]))
+            #expect(!paths(result).contains("Documents/List.item"), "a package not read is not reported")
+            #expect(result.isUnknown(c) && result.isUnknown(package))
+            #expect(!result.isUnknown(notesPath) && !result.isUnknown(eggs))
+        }
+        let listing = try scanner.scanFolder(folder, relative: "Documents")
+        #expect(Set(listing.unreadable.keys) == [package])
+        #expect(listing.folders.map(\.path) == [notesPath])
+        #expect(throws: POSIXError.self) { try scanner.scanFolder(folder, relative: "Documents/Notes") }
 
         // Removed between being found and being listed: nothing is there, as a scan after finds.
         disk.beforeListing.withLock {
@@ -148,8 +179,12 @@ struct PartialScanTests {
                 throw POSIXError(.ENOENT)
             }
         }
-        #expect(try scanner.scan(folder, only: ["Documents/Notes"]).items.isEmpty)
+        let removed = scanner.scan(folder, only: ["Documents/Notes"])
+        #expect(removed.items.isEmpty && removed.unreadable.isEmpty)
         disk.beforeListing.withLock { $0 = nil }
-        #expect(Set(try scanner.scan(folder, only: ["Documents"]).items.keys.map(\.string)) == ["Documents"])
+        #expect(
+            paths(scanner.scan(folder, only: ["Documents"])) == [
+                "Documents", "Documents/Eggs.txt", "Documents/List.item",
+            ])
     }
 }

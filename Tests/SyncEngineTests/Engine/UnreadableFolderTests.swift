@@ -1,0 +1,69 @@
+import DocumentKit
+import Foundation
+import Testing
+import UbiquityProtocol
+
+@testable import SyncEngine
+
+/// A folder that cannot be read (unreadable, a failing disk, no file descriptor left) stops neither the rest of the
+/// container nor takes what is in it for gone: its items stay, here, on the service and on the other device, and
+/// its own item says why until it can be read again.
+@Suite("A folder that cannot be read")
+struct UnreadableFolderTests {
+    @Test(
+        "Its items stay everywhere, the rest syncs, its item carries the error; once readable it syncs and the error goes, across a restart"
+    )
+    func unreadableFolder() async throws {
+        let disk = CountingDisk()
+        try await DevicePair.run(configuration: .init(disk: disk)) { pair in
+            let (laptop, desktop) = (pair.laptop, pair.desktop)
+            let notes = try ItemPath("Documents/Notes")
+            let (a, c) = (try ItemPath("Documents/Notes/a.txt"), try ItemPath("Documents/Notes/Old/c.txt"))
+            let (eggs, milk) = (try ItemPath("Documents/Eggs.txt"), try ItemPath("Documents/Milk.txt"))
+            let added = try ItemPath("Documents/Notes/added.txt")
+            for (path, text) in [(a, "a"), (c, "c"), (eggs, "eggs")] {
+                try FileManager.default.createDirectory(
+                    at: laptop.layout.url(of: path).deletingLastPathComponent(), withIntermediateDirectories: true)
+                try pair.write(Data(text.utf8), to: path, on: laptop)
+            }
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+            #expect(pair.read(c, on: desktop) == Data("c".utf8))
+
+            // A file is added in the laptop's Notes, then its permissions are taken away (what is below it then
+            // looks absent to a `stat`); meanwhile other files change.
+            try pair.write(Data("added".utf8), to: added, on: laptop)
+            disk.unreachable.withLock { $0 = laptop.layout.url(of: notes).standardizedFileURL.path }
+            try pair.write(Data("milk".utf8), to: milk, on: laptop)
+            try pair.write(Data("more eggs".utf8), to: eggs, on: laptop)
+            for scope in [ScanScope.everything, .paths([notes.string, a.string, milk.string, eggs.string])] {
+                try await laptop.syncOnce(scanning: scope)
+                for path in [a, c] { #expect(try await laptop.item(at: path) != nil, "\(path) taken for gone") }
+                #expect(try await laptop.item(at: added) == nil, "nothing in the folder is known")
+                let error = try #require(try await laptop.item(at: notes)?.uploadError)
+                #expect(error.code == .localCopyUnreadable)
+            }
+            try await desktop.syncOnce()
+            #expect(pair.read(milk, on: desktop) == Data("milk".utf8), "the rest of the container stopped")
+            #expect(pair.read(eggs, on: desktop) == Data("more eggs".utf8))
+            #expect(pair.read(a, on: desktop) == Data("a".utf8) && pair.read(c, on: desktop) == Data("c".utf8))
+            #expect(try await desktop.item(at: notes)?.uploadError == nil, "another device's error")
+
+            // The engine stops and starts again; the folder can be read by then. A round for the service's changes
+            // alone looks at it again: what was added goes up, and the error goes.
+            laptop.releaseLock()
+            let restarted = try ContainerSync(
+                layout: laptop.layout, client: laptop.client, device: laptop.device,
+                configuration: laptop.configuration)
+            defer { restarted.releaseLock() }
+            #expect(try await restarted.item(at: notes)?.uploadError?.code == .localCopyUnreadable)
+            disk.unreachable.withLock { $0 = nil }
+            try await restarted.syncOnce(scanning: .paths([]))
+            #expect(try await restarted.item(at: notes)?.uploadError == nil)
+            #expect(try await restarted.item(at: added) != nil)
+            try await desktop.syncOnce()
+            #expect(pair.read(added, on: desktop) == Data("added".utf8))
+            #expect(pair.read(c, on: desktop) == Data("c".utf8))
+        }
+    }
+}
