@@ -73,6 +73,26 @@ struct FileIdentityTests {
         #expect(unknown.couldBeTheFileSeen(at: 0), "seen at a time not known")
     }
 
+    @Test("A look-up tells nothing there from what cannot be looked at")
+    func lookUp() throws {
+        try withFolder { folder in
+            let file = folder.appendingPathComponent("List.txt")
+            try Data("milk".utf8).write(to: file)
+            var found = try #require(try FileIdentity.lookUp(path: file.path))
+            found.capturedAt = 0
+            var read = try #require(FileIdentity.of(path: file.path))
+            read.capturedAt = 0
+            #expect(found == read)
+            #expect(try FileIdentity.lookUp(path: folder.appendingPathComponent("Missing.txt").path) == nil)
+            #expect(try FileIdentity.lookUp(path: file.appendingPathComponent("inside").path) == nil, "ENOTDIR")
+            // A name longer than any file system keeps: whether something is there cannot be asked, as below a
+            // folder whose permissions were taken away (which root, running tests, would not see).
+            let overlong = folder.appendingPathComponent(String(repeating: "x", count: 300)).path
+            #expect(throws: POSIXError(.ENAMETOOLONG)) { try FileIdentity.lookUp(path: overlong) }
+            #expect(FileIdentity.of(path: overlong) == nil)
+        }
+    }
+
     @Test("An identity taken within 2 s of its modification is racy, for documents' origins as for the engine")
     func racyRule() throws {
         var identity = FileIdentity(device: 1, inode: 2, size: 3, modified: 10_000_000_000, changed: 10_000_000_000)

@@ -7,9 +7,10 @@ extension EngineHistory {
     /// What is wrong once the world is quiet: each device must hold the service's live items at their paths with
     /// their current content and nothing else, know every item in step with the same conflict versions as the
     /// service, and keep no temporary file; and every save a user made and did not overwrite or delete themselves
-    /// must be content the service keeps — nothing lost.
+    /// must be content the service keeps — nothing lost; and no engine may have deleted an item whose file was
+    /// still there (``checkDeletion(of:by:)``).
     func problems() -> [String] {
-        var problems: [String] = []
+        var problems: [String] = spuriousDeletions
         var files: [String: [UInt8]] = [:]
         var folders: Set<String> = []
         var conflicts: [ItemPath: Set<VersionID>] = [:]
@@ -78,6 +79,24 @@ extension EngineHistory {
     }
 }
 
+extension EngineHistory {
+    /// Checks a deletion of item `id` from `device` as it reaches the service: the file the device last agreed on
+    /// with the service must not still be at its path unchanged (the same inode, size and times). No user deleted
+    /// that file; an engine that took it for gone (a folder it could not list read as empty, say) deletes it on
+    /// every device, and even if it comes back as a new item, its history and versions do not.
+    func checkDeletion(of id: ItemID, by device: Device) {
+        guard let record = try? device.state.records([id]).first, let synced = record.observation.synced,
+            synced.kind == .file, let known = synced.identity
+        else { return }
+        let url = device.layout.folder.appendingPathComponent(synced.path.string)
+        guard let now = device.volume.identity(at: url.path), !now.isDirectory, now.inode == known.inode,
+            now.size == known.size, now.modified == known.modified, now.changed == known.changed
+        else { return }
+        spuriousDeletions.append(
+            "device\(device.index) deleted \(synced.path) (\(id)) while its file was there, unchanged")
+    }
+}
+
 /// A disk whose checks see the past: the identity of what is at a path is the one last seen when its folder was
 /// listed (by a scan), not what is there now — the check outside the lock followed by an act that loses a save
 /// landing in between. Kept to show the simulation catches it.
@@ -98,6 +117,11 @@ final class StaleDisk: LocalDisk, @unchecked Sendable {
             return past
         }
         return disk.identity(at: url)
+    }
+
+    func lookUp(_ url: URL) throws -> FileIdentity? {
+        guard try disk.lookUp(url) != nil else { return nil }
+        return identity(at: url)
     }
 
     func contentsOfDirectory(at url: URL) throws -> [String] {

@@ -32,6 +32,10 @@ public final class EngineHistory: @unchecked Sendable {
         /// The chance that an engine's opening of a file to read it, or listing of a folder, fails, as on a failing
         /// disk or for an item made unreadable, in the busy phase (drawn as ``failedGrowth`` is).
         public var failedRead = 0.03
+        /// The chance, at each step of the busy phase, that a user takes a folder's permissions away (the engine
+        /// can then neither list it nor reach anything below it) or gives a folder's back (drawn as ``failedGrowth``
+        /// is). Every folder's are given back as the world goes quiet.
+        public var closedFolder = 0.02
         /// The chance that a user's save lands between two of an engine's jobs, in the busy phase.
         public var saveBetweenJobs = 0.01
         /// The engine's check of a local copy inside its coordinated write sees what the last scan saw, not the
@@ -129,6 +133,9 @@ public final class EngineHistory: @unchecked Sendable {
     /// The last content a user saved into each file (device, the file's serial on its volume) and has not overwritten
     /// or deleted since.
     var liveSaves: [SaveKey: [UInt8]] = [:]
+    /// Deletions an engine sent of items whose file was still where it was, unchanged (see
+    /// ``checkDeletion(of:by:)``).
+    var spuriousDeletions: [String] = []
     var saveCounter = 0
     var quiet = false
     let root: URL
@@ -206,7 +213,10 @@ public final class EngineHistory: @unchecked Sendable {
         }
         log("-- quiet")
         quiet = true
-        for device in devices { device.online = true }
+        for device in devices {
+            device.online = true
+            for folder in device.volume.closedFolders.sorted() { setPermissions(of: folder, on: device, open: true) }
+        }
         var problems = try settle()
         if problems.isEmpty { problems = self.problems() }
         if strayThread { problems.append("an engine task ran off the history's thread: the history is not replayable") }
@@ -226,7 +236,8 @@ public final class EngineHistory: @unchecked Sendable {
             onCall: { [unowned self] in self.checkThread() })
         let service = SimulatedSyncService(
             world: world, container: container, device: device.saving,
-            usesJSON: self.configuration.wireFormat ?? (seed % 2 == 0)
+            usesJSON: self.configuration.wireFormat ?? (seed % 2 == 0),
+            onDelete: { [unowned self] id in self.checkDeletion(of: id, by: device) }
         ) {
             [unowned self] label, work in
             try await self.send(label, work, from: device, by: holder)
@@ -397,7 +408,31 @@ public final class EngineHistory: @unchecked Sendable {
         default:
             try kill(device, "while it waited")
         }
+        if faults.chance(configuration.closedFolder) { togglePermissions() }
         try runUntilWaiting()
+    }
+
+    /// A user takes a folder's permissions away on some device, or gives a folder's back.
+    func togglePermissions() {
+        let device = devices[Int.random(in: 0..<devices.count, using: &faults)]
+        if let folder = device.volume.closedFolders.sorted().first, faults.chance(0.5) {
+            setPermissions(of: folder, on: device, open: true)
+            return
+        }
+        let folder = device.layout.folder.appendingPathComponent(Self.folders.randomElement(using: &faults)!).path
+        guard device.volume.identity(at: folder)?.isDirectory == true else { return }
+        setPermissions(of: folder, on: device, open: false)
+    }
+
+    /// Takes the permissions of `folder` (a path on `device`'s volume) away, or gives them back; the watcher names
+    /// it, as a real one reports the change of its attributes.
+    func setPermissions(of folder: String, on device: Device, open: Bool) {
+        device.volume.setPermissions(of: folder, open: open)
+        let url = URL(fileURLWithPath: folder)
+        touch(url, on: device)
+        log(
+            "device\(device.index) user \(open ? "gives back" : "takes away") the permissions of \(relativePath(url, on: device))"
+        )
     }
 
     /// Tells one device, as push would, of a draft's growth the world had news of (any device's, its own too: the

@@ -870,6 +870,8 @@ public struct SimulatedSyncService: SyncService {
     public let device: SavingDevice?
     /// Whether requests and answers go through JSON as on the real wire; off saves time in long runs.
     public let usesJSON: Bool
+    /// Called with the item as a deletion of it reaches the world, before it applies: the checks' hook.
+    public let onDelete: (@Sendable (ItemID) -> Void)?
     /// The scheduler's hook.
     private let deliver: Delivery
 
@@ -879,15 +881,17 @@ public struct SimulatedSyncService: SyncService {
     ///   - container: The container the device may use.
     ///   - device: The signed-in device, or `nil` to keep the saving device each version names.
     ///   - usesJSON: Whether requests and answers go through JSON (the default), as on the wire.
+    ///   - onDelete: Called with the item as a deletion of it reaches the world.
     ///   - deliver: When and whether requests arrive and answers come back.
     public init(
         world: ServiceWorld, container: ContainerID, device: SavingDevice? = nil, usesJSON: Bool = true,
-        deliver: @escaping Delivery
+        onDelete: (@Sendable (ItemID) -> Void)? = nil, deliver: @escaping Delivery
     ) {
         self.world = world
         self.container = container
         self.device = device
         self.usesJSON = usesJSON
+        self.onDelete = onDelete
         self.deliver = deliver
     }
 
@@ -972,7 +976,8 @@ public struct SimulatedSyncService: SyncService {
 
     public func deleteItem(_ id: ItemID, basedOn: VersionID?, in container: ContainerID) async throws -> ItemResponse {
         try await call("delete \(id) based on \(basedOn?.description ?? "no version")", in: container) {
-            try answered(try world.deleteItem(id, basedOn: basedOn))
+            onDelete?(id)
+            return try answered(try world.deleteItem(id, basedOn: basedOn))
         }
     }
 

@@ -48,6 +48,27 @@ final class SimulatedVolume: @unchecked Sendable {
     /// Inode numbers of removed nodes, the last freed given out first.
     private var freedInodes: [UInt64] = []
     private var nextSerial: UInt64 = 1
+    /// Folders whose permissions a user took away: the engine's disk (``SimulatedDisk``) cannot list them nor reach
+    /// anything below them; users still can (as another user, or root, would).
+    private var closed: Set<String> = []
+
+    /// The folders whose permissions were taken away.
+    var closedFolders: Set<String> { locked { closed } }
+
+    /// Takes the permissions of the folder at `path` away (`open == false`), or gives them back.
+    func setPermissions(of path: String, open: Bool) {
+        locked {
+            if open { closed.remove(path) } else { closed.insert(path) }
+        }
+    }
+
+    /// Whether the engine's disk can reach `path`: nothing below a closed folder is, and (`itself`) a closed folder
+    /// cannot be listed.
+    func isReachable(_ path: String, itself: Bool = false) -> Bool {
+        locked {
+            closed.isEmpty || !closed.contains { path.hasPrefix($0 + "/") || (itself && path == $0) }
+        }
+    }
 
     init(device: UInt64, clock: SimulatedClock) {
         self.device = device
@@ -283,23 +304,36 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
         guard isAlive else { throw SimulatedCrash() }
     }
 
+    /// Throws `EACCES` for what a folder whose permissions were taken away keeps from being reached.
+    private func reach(_ urls: URL..., itself: Bool = false) throws {
+        for url in urls where !volume.isReachable(url.path, itself: itself) { throw POSIXError(.EACCES) }
+    }
+
     private func changed() throws {
         try afterChange()
     }
 
     func identity(at url: URL) -> FileIdentity? {
         onCall()
-        return isAlive ? volume.identity(at: url.path) : nil
+        return isAlive && volume.isReachable(url.path) ? volume.identity(at: url.path) : nil
+    }
+
+    func lookUp(_ url: URL) throws -> FileIdentity? {
+        try check()
+        try reach(url)
+        return volume.identity(at: url.path)
     }
 
     func contentsOfDirectory(at url: URL) throws -> [String] {
         try check()
+        try reach(url, itself: true)
         try beforeAccess(.list)
         return try volume.children(of: url.path)
     }
 
     func createDirectory(at url: URL) throws {
         try check()
+        try reach(url)
         if volume.identity(at: url.path) == nil { try beforeAccess(.growth) }
         try volume.makeDirectory(url.path)
         try changed()
@@ -307,18 +341,20 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func removeItem(at url: URL) throws {
         try check()
+        try reach(url)
         try volume.remove(url.path)
         try changed()
     }
 
     func removeEmptyDirectory(at url: URL) -> Bool {
-        guard (try? check()) != nil else { return false }
+        guard (try? check()) != nil, (try? reach(url)) != nil else { return false }
         let removed = volume.removeEmptyDirectory(url.path)
         return (try? changed()) != nil && removed
     }
 
     func moveItem(at source: URL, to target: URL) throws {
         try check()
+        try reach(source, target)
         try beforeAccess(.growth)
         try volume.rename(source.path, to: target.path, replacing: false)
         try changed()
@@ -326,6 +362,7 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func replaceItem(at target: URL, withItemAt source: URL) throws {
         try check()
+        try reach(source, target)
         try beforeAccess(.growth)
         try volume.rename(source.path, to: target.path, replacing: true)
         try changed()
@@ -333,24 +370,28 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func setModificationTime(of url: URL, to nanoseconds: Int64) throws {
         try check()
+        try reach(url)
         try volume.setModified(url.path, to: nanoseconds)
         try changed()
     }
 
     func openFile(at url: URL) throws -> any DiskFile {
         try check()
+        try reach(url)
         if volume.identity(at: url.path) == nil { try beforeAccess(.growth) }
         return SimulatedFileHandle(disk: self, serial: try volume.openFile(url.path, create: true))
     }
 
     func openFileForReading(at url: URL) throws -> any DiskFile {
         try check()
+        try reach(url)
         try beforeAccess(.read)
         return SimulatedFileHandle(disk: self, serial: try volume.openFile(url.path, create: false))
     }
 
     func chunksAndContentHash(ofFileAt url: URL, chunker: FileChunker) throws -> ChunkedContent {
         try check()
+        try reach(url)
         try beforeAccess(.read)
         let serial = try volume.openFile(url.path, create: false)
         let bytes = volume.bytes(serial: serial) ?? []

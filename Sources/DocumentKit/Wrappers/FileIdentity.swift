@@ -124,7 +124,15 @@ public struct FileIdentity: Hashable, Sendable, Codable {
     /// The identity of the item at `path` now, not following a final symbolic link; `nil` if nothing is there. With
     /// `members`, a folder's identity includes a hash of everything inside it.
     package static func of(path: String, members: Bool = false) -> FileIdentity? {
-        guard let status = FileStatus.of(path: path) else { return nil }
+        (try? lookUp(path: path, members: members)) ?? nil
+    }
+
+    /// The identity of the item at `path` as ``of(path:members:)`` reads it; `nil` when nothing is there (`ENOENT`,
+    /// `ENOTDIR`).
+    /// - Throws: What kept it from being looked at (`EACCES` below a folder whose permissions were taken away,
+    ///   `EIO`, …): whether anything is there is not known.
+    package static func lookUp(path: String, members: Bool = false) throws(POSIXError) -> FileIdentity? {
+        guard let status = try FileStatus.lookUp(path: path) else { return nil }
         var identity = FileIdentity(
             device: status.device, inode: status.inode, size: status.size, modified: status.modified,
             changed: status.changed)

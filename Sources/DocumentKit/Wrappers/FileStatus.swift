@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Musl)
@@ -24,23 +26,35 @@ package struct FileStatus: Sendable, Equatable {
     package var born: Int64?
 
     /// The status of the item at `path`; `nil` when nothing can be found there.
-    package static func of(path: String) -> FileStatus? {
+    package static func of(path: String) -> FileStatus? { (try? lookUp(path: path)) ?? nil }
+
+    /// The status of the item at `path`; `nil` when nothing is there (`ENOENT`, `ENOTDIR`).
+    /// - Throws: What kept it from being looked at (`EACCES` below a folder whose permissions were taken away,
+    ///   `EIO`, …): whether anything is there is not known.
+    package static func lookUp(path: String) throws(POSIXError) -> FileStatus? {
         if let statx {
             let buffer = UnsafeMutableRawPointer.allocate(byteCount: 256, alignment: 8)
             defer { buffer.deallocate() }
             buffer.initializeMemory(as: UInt8.self, repeating: 0, count: 256)
-            let result = path.withCString {
-                statx(currentDirectory, $0, symbolicLinkNoFollow, basicStats | birthTime, buffer)
+            let (result, failure) = path.withCString {
+                let result = statx(currentDirectory, $0, symbolicLinkNoFollow, basicStats | birthTime, buffer)
+                return (result, errno)
             }
             if result == 0, buffer.load(as: UInt32.self) & basicStats == basicStats {
                 return FileStatus(statx: buffer)
             }
             // Without statx in the kernel, or a file system that leaves some basic facts out: lstat says them.
-            guard result == 0 || errno == ENOSYS else { return nil }
+            if result != 0 && failure != ENOSYS { return try missing(failure) }
         }
         var info = stat()
-        guard lstat(path, &info) == 0 else { return nil }
+        guard lstat(path, &info) == 0 else { return try missing(errno) }
         return FileStatus(info)
+    }
+
+    /// Nothing, for an error that says nothing is there; else the error.
+    private static func missing(_ failure: Int32) throws(POSIXError) -> FileStatus? {
+        if failure == ENOENT || failure == ENOTDIR { return nil }
+        throw POSIXError(POSIXErrorCode(rawValue: failure) ?? .EIO)
     }
 
     /// The facts `lstat` reported.

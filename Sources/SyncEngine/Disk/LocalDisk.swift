@@ -10,9 +10,15 @@ import UbiquityProtocol
 /// What is decided stays in the engine: a disk only does what it is told, the way the system calls it stands for
 /// do (`lstat`, `rename`, `rmdir`, `pread` …), and reports what it finds.
 public protocol LocalDisk: Sendable {
-    /// What is at `url` (a final symbolic link not followed), with its identity taken now; `nil` when nothing is.
-    /// The identity's ``FileIdentity/mode`` tells a file from a folder from anything else.
+    /// What is at `url` (a final symbolic link not followed), with its identity taken now; `nil` when nothing is,
+    /// or when it cannot be looked at. The identity's ``FileIdentity/mode`` tells a file from a folder from anything
+    /// else.
     func identity(at url: URL) -> FileIdentity?
+    /// What is at `url`, as ``identity(at:)`` tells; `nil` only when the disk says nothing is there (`ENOENT`,
+    /// `ENOTDIR`).
+    /// - Throws: What keeps it from being looked at (`EACCES` below a folder whose permissions were taken away,
+    ///   `EIO`): whether anything is there is not known, which is not the same as nothing being there.
+    func lookUp(_ url: URL) throws -> FileIdentity?
     /// The names in the folder at `url`, in no particular order.
     func contentsOfDirectory(at url: URL) throws -> [String]
     /// Makes the folder at `url` and any missing parent; nothing when it exists.
@@ -81,8 +87,15 @@ extension DiskFile {
 }
 
 extension LocalDisk {
-    /// Whether anything is at `url`.
-    func exists(_ url: URL) -> Bool { identity(at: url) != nil }
+    /// Whether anything is at `url`, or may be: only what the disk says is not there (``lookUp(_:)``) is not. A
+    /// path that cannot be looked at is not taken for gone.
+    func exists(_ url: URL) -> Bool {
+        do {
+            return try lookUp(url) != nil
+        } catch {
+            return true
+        }
+    }
 
     /// Whether a folder is at `url`.
     func isDirectory(_ url: URL) -> Bool { identity(at: url)?.isDirectory == true }

@@ -15,6 +15,8 @@ public struct PosixDisk: LocalDisk {
 
     public func identity(at url: URL) -> FileIdentity? { FileIdentity.of(path: url.path) }
 
+    public func lookUp(_ url: URL) throws -> FileIdentity? { try FileIdentity.lookUp(path: url.path) }
+
     public func contentsOfDirectory(at url: URL) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: url.path)
     }

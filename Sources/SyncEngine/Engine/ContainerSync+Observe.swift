@@ -221,7 +221,7 @@ extension ContainerSync {
                     return .success(try scanner.scanFolder(folder, relative: relative))
                 } catch  where !relative.isEmpty {
                     // Removed since its parent was listed: nothing of it is here, as a whole scan after would find.
-                    if disk.identity(at: folder.appendingPathComponent(relative)) == nil {
+                    if !disk.exists(folder.appendingPathComponent(relative)) {
                         return .success(([], [], [:]))
                     }
                     return .failure(error)

@@ -410,6 +410,7 @@ extension ContainerSync {
     }
 
     /// Renames `url` to "Name (conflicted copy).ext", numbered when taken.
+    /// - Throws: `EEXIST` when a thousand names are taken (or cannot be looked at).
     static func moveAside(_ url: URL, on disk: any LocalDisk) throws -> URL {
         let folder = url.deletingLastPathComponent()
         let base = url.deletingPathExtension().lastPathComponent
@@ -417,6 +418,7 @@ extension ContainerSync {
         var number = 1
         var target: URL
         repeat {
+            guard number <= 1_000 else { throw POSIXError(.EEXIST) }
             let label = number == 1 ? "conflicted copy" : "conflicted copy \(number)"
             target = folder.appendingPathComponent("\(base) (\(label))\(suffix)")
             number += 1

@@ -54,7 +54,7 @@ public struct LocalContent: Sendable, Hashable {
         var total: Int64 = 0
         for member in try disk.subpaths(of: url).sorted() where !LocalScanner.isTemporary(member) {
             let memberURL = url.appendingPathComponent(member)
-            guard let found = disk.identity(at: memberURL) else { continue }
+            guard let found = try disk.lookUp(memberURL) else { continue }
             let path = try ItemPath(member)
             if found.isDirectory {
                 entries.append(PackageEntry(path: path, kind: .directory))

@@ -144,7 +144,15 @@ public struct LocalScanner: Sendable {
     /// Reports what is at `url` (`relative` in the container), and what is below it when it is a folder; a folder
     /// or package there that cannot be read, in ``Result/unreadable``.
     private func add(_ url: URL, relative: String, into result: inout Result, recursively: Bool = true) {
-        guard let found = disk.identity(at: url) else { return }  // gone since it was listed
+        let found: FileIdentity
+        do {
+            guard let there = try disk.lookUp(url) else { return }  // gone since it was listed
+            found = there
+        } catch {
+            // There or not, it cannot be looked at (below a folder whose permissions were taken away): not known.
+            if let path = try? ItemPath(relative) { result.unreadable[path] = String(describing: error) }
+            return
+        }
         let type = found.mode & UInt32(S_IFMT)
         guard type == UInt32(S_IFREG) || type == UInt32(S_IFDIR) else {
             result.skipped[relative] =
@@ -165,7 +173,7 @@ public struct LocalScanner: Sendable {
                 result.items[path] = ScannedItem(path: path, kind: .package, identity: try packageIdentity(url, found))
             } catch {
                 // Removed while it was read: nothing is here, as a scan after would find.
-                if disk.identity(at: url) != nil { result.unreadable[path] = String(describing: error) }
+                if disk.exists(url) { result.unreadable[path] = String(describing: error) }
             }
         } else {
             result.items[path] = ScannedItem(path: path, kind: .directory, identity: found)
@@ -177,7 +185,7 @@ public struct LocalScanner: Sendable {
                 let below = path.string + "/"
                 result.items = result.items.filter { !$0.key.string.hasPrefix(below) }
                 result.unreadable = result.unreadable.filter { !$0.key.string.hasPrefix(below) }
-                if disk.identity(at: url) == nil {
+                if !disk.exists(url) {
                     result.items[path] = nil  // removed while it was walked, as a scan after would find
                 } else {
                     result.unreadable[path] = String(describing: error)
@@ -189,7 +197,7 @@ public struct LocalScanner: Sendable {
     /// The identity of the item at `url` as a scan would report it.
     /// - Throws: `ENOENT` when nothing is there.
     public func identity(of url: URL, kind: ItemKind) throws -> LocalFileIdentity {
-        guard let found = disk.identity(at: url) else { throw POSIXError(.ENOENT) }
+        guard let found = try disk.lookUp(url) else { throw POSIXError(.ENOENT) }
         return kind == .package ? try packageIdentity(url, found) : found
     }
 
@@ -199,7 +207,7 @@ public struct LocalScanner: Sendable {
         var identity = folder
         identity.size = 0
         for member in try disk.subpaths(of: url) where !Self.isTemporary(member) {
-            guard let found = disk.identity(at: url.appendingPathComponent(member)) else { continue }
+            guard let found = try disk.lookUp(url.appendingPathComponent(member)) else { continue }
             if found.mode & UInt32(S_IFMT) == UInt32(S_IFREG) { identity.size += found.size }
             identity.modified = max(identity.modified, found.modified)
             identity.changed = max(identity.changed, found.changed)

@@ -28,6 +28,10 @@ final class CountingDisk: LocalDisk {
     func listings(of url: URL) -> Int { listings.withLock { $0[url.standardizedFileURL.path, default: 0] } }
 
     func identity(at url: URL) -> FileIdentity? { (try? reach(url)) == nil ? nil : disk.identity(at: url) }
+    func lookUp(_ url: URL) throws -> FileIdentity? {
+        try reach(url)
+        return try disk.lookUp(url)
+    }
     func contentsOfDirectory(at url: URL) throws -> [String] {
         listings.withLock { $0[url.standardizedFileURL.path, default: 0] += 1 }
         try beforeListing.withLock { $0 }?(url)

@@ -43,6 +43,9 @@ struct UnreadableFolderTests {
                 let error = try #require(try await laptop.item(at: notes)?.uploadError)
                 #expect(error.code == .localCopyUnreadable)
             }
+            // An app evicting a file it cannot reach is refused: the file is not known to be as last synced.
+            await #expect(throws: (any Error).self) { try await laptop.evict(a) }
+            try await laptop.syncOnce()
             try await desktop.syncOnce()
             #expect(pair.read(milk, on: desktop) == Data("milk".utf8), "the rest of the container stopped")
             #expect(pair.read(eggs, on: desktop) == Data("more eggs".utf8))
