@@ -149,7 +149,7 @@ public actor ContainerSync {
         self.smallUploads = Self.uploadBatcher(service: service ?? client, container: layout.container)
         self.device = device
         self.configuration = configuration
-        self.state = try state ?? LocalStateStore(url: layout.stateDatabase)
+        self.state = try state ?? Self.openState(of: layout, logger: logger)
         self.disk = configuration.disk
         let scanner = LocalScanner(types: types, disk: configuration.disk)
         self.scanner = scanner

@@ -1,0 +1,74 @@
+import DocumentKit
+import Foundation
+import Testing
+import UbiquityProtocol
+
+@testable import SyncEngine
+
+/// The state database is the engine's memory of what it agreed on with the service, not the only copy of anything:
+/// when it is damaged (a failing disk, a file overwritten), the engine moves it aside and starts afresh, and what is
+/// on disk here and on the service comes through whole.
+@Suite("A damaged state database")
+struct DamagedStateTests {
+    @Test(
+        "Moved aside; the engine starts afresh, matches its files to the service's items, loses no edit, doubles nothing"
+    )
+    func startsAfresh() async throws {
+        try await DevicePair.run { pair in
+            let (laptop, desktop) = (pair.laptop, pair.desktop)
+            let paths = try ["a", "b", "c"].map { try ItemPath("Documents/Notes/\($0).txt") }
+            let (a, b, c) = (paths[0], paths[1], paths[2])
+            try FileManager.default.createDirectory(
+                at: laptop.layout.url(of: a).deletingLastPathComponent(), withIntermediateDirectories: true)
+            for path in paths { try pair.write(Data(path.name.utf8), to: path, on: laptop) }
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+
+            // The laptop's engine stops. Meanwhile its user edits a, the desktop's edits b, and the laptop's state
+            // database is overwritten.
+            laptop.releaseLock()
+            try pair.write(Data("a, edited on the laptop".utf8), to: a, on: laptop)
+            try pair.write(Data("b, edited on the desktop".utf8), to: b, on: desktop)
+            try await desktop.syncOnce()
+            // Its write-ahead log goes too, which would otherwise hold the latest copy of most pages.
+            let database = laptop.layout.stateDatabase
+            try Data(repeating: 0x5A, count: 64 * 1024).write(to: database)
+            for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database.path + suffix) }
+
+            let restarted = try ContainerSync(
+                layout: laptop.layout, client: laptop.client, device: laptop.device,
+                configuration: laptop.configuration)
+            defer { restarted.releaseLock() }
+            let aside = try FileManager.default.contentsOfDirectory(atPath: laptop.layout.privateFolder.path)
+                .filter { $0.hasPrefix("state.sqlite.damaged-") }
+            #expect(!aside.isEmpty, "the damaged database is kept for a look")
+            // A round, and the next for the copies it stepped aside; the desktop hears of each.
+            for _ in 0..<2 {
+                try await restarted.syncOnce()
+                try await desktop.syncOnce()
+            }
+
+            // A file the same as the service's item is that item; one that differs steps aside as a conflicted copy
+            // and goes up as an item of its own (with no record, the engine cannot tell an edit made here from an
+            // older version), and the service's content takes its path: nothing is lost, nothing is doubled.
+            let (asideA, asideB) = (
+                try ItemPath("Documents/Notes/a (conflicted copy).txt"),
+                try ItemPath("Documents/Notes/b (conflicted copy).txt")
+            )
+            for device in [restarted, desktop] {
+                let files = try await device.items().filter { $0.kind == .file }
+                #expect(
+                    files.count == 5 && Set(files.map(\.path)) == [a, asideA, b, asideB, c], "\(files.map(\.path))")
+                #expect(try await device.items().allSatisfy { $0.uploadError == nil && $0.downloadError == nil })
+            }
+            #expect(pair.documents(on: laptop) == pair.documents(on: desktop))
+            for (path, content) in [
+                (asideA, "a, edited on the laptop"), (a, "a.txt"), (b, "b, edited on the desktop"), (asideB, "b.txt"),
+                (c, "c.txt"),
+            ] {
+                #expect(pair.read(path, on: laptop) == Data(content.utf8), "\(path) on the laptop")
+                #expect(pair.read(path, on: desktop) == Data(content.utf8), "\(path) on the desktop")
+            }
+        }
+    }
+}
