@@ -36,6 +36,10 @@ public final class EngineHistory: @unchecked Sendable {
         /// can then neither list it nor reach anything below it) or gives a folder's back (drawn as ``failedGrowth``
         /// is). Every folder's are given back as the world goes quiet.
         public var closedFolder = 0.02
+        /// The chance that a killed engine's state database is found damaged, in the busy phase: its successor
+        /// starts afresh, from an empty one, as the engine does with a damaged one it moved aside (drawn as
+        /// ``failedGrowth`` is).
+        public var lostState = 0.1
         /// The chance that a user's save lands between two of an engine's jobs, in the busy phase.
         public var saveBetweenJobs = 0.01
         /// The engine's check of a local copy inside its coordinated write sees what the last scan saw, not the
@@ -268,6 +272,12 @@ public final class EngineHistory: @unchecked Sendable {
         old.disk.kill()
         old.sync.releaseLock()
         dead.append(old)
+        if !quiet, faults.chance(configuration.lostState) {
+            device.state = try LocalStateStore.inMemory()
+            device.engine = try start(device)
+            log("device\(device.index) engine killed \(why); its state database damaged, it starts afresh")
+            return
+        }
         device.state = try device.state.snapshot()
         device.engine = try start(device)
         log("device\(device.index) engine killed \(why); restarted")
