@@ -8,8 +8,9 @@ extension LocalItem {
         guard let identity, baseVersion != nil else { return true }
         let url = layout.url(of: path)
         guard let now = try? LocalScanner().identity(of: url, kind: kind) else {
-            // There, but not to be looked at whole: not known to be unchanged.
-            return FileManager.default.fileExists(atPath: url.path)
+            // There, or maybe there (below a folder whose permissions were taken away), but not to be looked at
+            // whole: not known to be unchanged.
+            return PosixDisk().exists(url)
         }
         return !now.isUnchanged(since: identity)
     }

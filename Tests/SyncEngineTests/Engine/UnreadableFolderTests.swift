@@ -69,4 +69,23 @@ struct UnreadableFolderTests {
             #expect(pair.read(c, on: desktop) == Data("c".utf8))
         }
     }
+
+    @Test("A local copy that cannot be looked at has changes for all anyone knows: not unchanged, not gone")
+    func copyThatCannotBeLookedAt() throws {
+        // A container whose folder's path is longer than the system takes (`ENAMETOOLONG`): every look at a copy
+        // in it fails, as below a folder whose permissions were taken away (which root, running tests, would not
+        // see). `FileManager.fileExists` says "no" to both; the engine's disk tells them apart.
+        let deep = (0..<20).map { _ in String(repeating: "d", count: 250) }.joined(separator: "/")
+        let layout = ContainerLayout(
+            root: FileManager.default.temporaryDirectory.appendingPathComponent(deep),
+            container: try ContainerID("TEAM.com.example.deep"))
+        let path = try ItemPath("Documents/List.txt")
+        #expect(!FileManager.default.fileExists(atPath: layout.url(of: path).path))
+        #expect(PosixDisk().exists(layout.url(of: path)), "not known to be gone")
+        let item = LocalItem(
+            id: ItemID(), path: path, kind: .file,
+            identity: FileIdentity(device: 1, inode: 2, size: 3, modified: 4, changed: 4), baseVersion: VersionID(),
+            serverVersion: nil)
+        #expect(item.hasLocalChanges(in: layout), "not known to be unchanged: evicting it could lose an edit")
+    }
 }
