@@ -98,6 +98,10 @@ extension SimulatedHistory {
         case .makeFolder(_, let path):
             return log("\(name) make folder \(path): the simulated disk has no folders")
 
+        case .adoptEarlier(_, let version, let contentHash, let identity):
+            item.recordAdoptedEarlier(version, contentHash: contentHash, identity: identity)
+            log("\(name) adopted \(id.short) as its earlier version \(version)")
+
         case .adoptLocal(_, let view, let identity):
             item.recordAdopted(view, identity: identity)
             log("\(name) adopted \(id.short) at \(view.path)")

@@ -265,6 +265,39 @@ struct SyncPlannerTests {
         #expect(plan == [.moveAside(mine.id, path: path, expecting: identity(inode: 9))])
     }
 
+    @Test(
+        "Never agreed on, a copy here that is an earlier version is that version, then updated; other content steps aside"
+    )
+    func earlierVersionHere() {
+        let h0 = try! ChunkHash(String(repeating: "c", count: 64))
+        let v0 = VersionID()
+        var item = ItemObservation(
+            id: id, remote: RemoteView(path: path, kind: .file, version: v1, contentHash: h1, size: 5),
+            local: LocalView(path: path, kind: .file, identity: identity()))
+        item.local?.contentHash = h0
+        #expect(SyncPlanner.asksEarlierVersions(item))
+        var context = SyncPlanner.Context([item])
+        #expect(
+            SyncPlanner.decide(item, context: context, configuration: .init())
+                == .moveAside(id, path: path, expecting: identity()), "no earlier version known: an edit made here")
+        context.earlierVersions = [id: [h0: v0, h2: v2]]
+        #expect(
+            SyncPlanner.decide(item, context: context, configuration: .init())
+                == .adoptEarlier(id, version: v0, contentHash: h0, identity: identity()))
+        #expect(
+            SyncPlanner().plan([item], earlierVersions: context.earlierVersions)
+                == [.adoptEarlier(id, version: v0, contentHash: h0, identity: identity())])
+        item.recordAdoptedEarlier(v0, contentHash: h0, identity: identity())
+        #expect(!SyncPlanner.asksEarlierVersions(item))
+        #expect(decide(item) == .download(id, version: v1, path: path, replacing: identity()), "the newer one comes")
+        // The service's own content, or no hash yet, asks for no earlier version.
+        item.synced = nil
+        item.local?.contentHash = h1
+        #expect(!SyncPlanner.asksEarlierVersions(item))
+        item.local?.contentHash = nil
+        #expect(!SyncPlanner.asksEarlierVersions(item))
+    }
+
     @Test("At most one operation per item, none for an item in flight")
     func oneOperationPerItem() {
         var items: [ItemObservation] = []

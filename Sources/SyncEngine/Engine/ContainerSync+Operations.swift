@@ -90,6 +90,10 @@ extension ContainerSync {
             item.observation.recordPlaced(remote, identity: try scanner.identity(of: url, kind: .directory))
             try await store(item)
 
+        case .adoptEarlier(_, let version, let contentHash, let identity):
+            item.observation.recordAdoptedEarlier(version, contentHash: contentHash, identity: identity)
+            try await store(item)
+
         case .adoptLocal(let id, let view, let identity):
             item.observation.recordAdopted(view, identity: identity)
             var locations: [(ChunkHash, LocalChunkLocation)]?

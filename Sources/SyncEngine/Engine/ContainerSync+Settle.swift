@@ -50,7 +50,10 @@ extension ContainerSync {
         while true {
             let page = try state.recordsNotInStep(after: cursor, limit: pageSize)
             let records = try planningSet(page)
-            let operations = planner.plan(records.map(\.observation), inFlight: parked.union(lanes.busy))
+            let observations = records.map(\.observation)
+            let operations = planner.plan(
+                observations, inFlight: parked.union(lanes.busy), earlierVersions: try earlierVersions(of: observations)
+            )
             if operations.isEmpty {
                 if page.count == pageSize, let last = page.last {
                     cursor = last.id  // the next page
@@ -85,11 +88,28 @@ extension ContainerSync {
         return page + (try state.records(withRemoteKeys: keys)).filter { !ids.contains($0.id) }
     }
 
-    /// The planner's context for deciding on `item` alone: the items holding the paths it asks about.
+    /// The planner's context for deciding on `item` alone: the items holding the paths it asks about, and its
+    /// earlier versions when it asks for them.
     func context(for item: ItemObservation) throws -> SyncPlanner.Context {
         let keys = SyncPlanner.Context.askedKeys([item])
-        guard !keys.isEmpty else { return .empty }
-        return SyncPlanner.Context([item] + (try state.records(withRemoteKeys: keys)).map(\.observation))
+        var context = SyncPlanner.Context.empty
+        if !keys.isEmpty {
+            context = SyncPlanner.Context([item] + (try state.records(withRemoteKeys: keys)).map(\.observation))
+        }
+        context.earlierVersions = try earlierVersions(of: [item])
+        return context
+    }
+
+    /// The earlier versions the planner asks for (``SyncPlanner/asksEarlierVersions(_:)``) of `items`, as far as
+    /// the item's versions were heard of (an item edited since its creation is read whole, history included).
+    func earlierVersions(of items: [ItemObservation]) throws -> [ItemID: [ChunkHash: VersionID]] {
+        var found: [ItemID: [ChunkHash: VersionID]] = [:]
+        for item in items where SyncPlanner.asksEarlierVersions(item) {
+            for version in try state.otherVersions(of: item.id) where !version.isConflict {
+                found[item.id, default: [:]][version.contentHash] = version.id
+            }
+        }
+        return found
     }
 
     /// Runs `operations`, at most ``operationWindow`` at a time.

@@ -91,6 +91,17 @@ extension ItemObservation {
             size: record.size, identity: identity)
     }
 
+    /// The local copy is the item's earlier version `version` (its content `contentHash`, the copy `identity`): that
+    /// version is what both sides agree on, the service's record as it is.
+    public mutating func recordAdoptedEarlier(
+        _ version: VersionID, contentHash: ChunkHash, identity: LocalFileIdentity
+    ) {
+        guard let remote else { return }
+        synced = SyncedView(
+            path: remote.path, kind: remote.kind, version: version, contentHash: contentHash, size: identity.size,
+            identity: identity)
+    }
+
     /// The local copy moved to `path` (now `identity`).
     public mutating func recordMovedLocal(to path: ItemPath, identity: LocalFileIdentity) {
         local?.path = path

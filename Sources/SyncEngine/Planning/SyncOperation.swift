@@ -26,6 +26,9 @@ public enum SyncOperation: Hashable, Sendable {
     case makeFolder(ItemID, path: ItemPath)
     /// Both sides hold the same content: agree on the service's record with the local copy as it is.
     case adoptLocal(ItemID, remote: RemoteView, identity: LocalFileIdentity)
+    /// The local copy of an item never agreed on is its earlier version `version`: agree on that version with the
+    /// local copy as it is (the service's newer one then comes down over it).
+    case adoptEarlier(ItemID, version: VersionID, contentHash: ChunkHash, identity: LocalFileIdentity)
     /// Move the local copy to the service's path.
     case moveLocal(ItemID, from: ItemPath, to: ItemPath, expecting: LocalFileIdentity)
     /// Remove the local copy of an item deleted on the service, if it is still `expecting`.
@@ -45,7 +48,9 @@ public enum SyncOperation: Hashable, Sendable {
         switch self {
         case .hashLocal(let id, _), .createRemote(let id, _, _), .uploadContent(let id, _, _), .moveRemote(let id, _),
             .agreePath(let id, _), .deleteRemote(let id, _), .recordPlaceholder(let id, _), .download(let id, _, _, _),
-            .makeFolder(let id, _), .adoptLocal(let id, _, _), .moveLocal(let id, _, _, _), .deleteLocal(let id, _, _),
+            .makeFolder(let id, _), .adoptLocal(let id, _, _), .adoptEarlier(let id, _, _, _),
+            .moveLocal(let id, _, _, _),
+            .deleteLocal(let id, _, _),
             .evict(let id, _, _),
             .moveAside(let id, _, _), .detachLocal(let id), .forget(let id):
             id

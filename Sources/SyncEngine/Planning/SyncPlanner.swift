@@ -38,10 +38,15 @@ public struct SyncPlanner: Sendable {
         public init(eagerDownloadLimit: Int64 = 1 << 20) { self.eagerDownloadLimit = eagerDownloadLimit }
     }
 
-    /// Facts about other items that one item's decision needs: who holds a path on the service.
+    /// Facts about other items that one item's decision needs: who holds a path on the service; and of the item's
+    /// own, its earlier versions when its copy here may be one.
     public struct Context: Sendable {
         /// The live item on the service at each path (by ``ItemPath/collisionKey``).
         var remoteOwners: [String: ItemID]
+        /// The earlier versions (not conflict versions) of the items ``asksEarlierVersions(_:)`` names, by content
+        /// hash: a copy here that is one of them is that version, not an edit made here (a device set up again over
+        /// old copies, a damaged state database moved aside). Items not named here have none known.
+        public var earlierVersions: [ItemID: [ChunkHash: VersionID]] = [:]
 
         /// No other items.
         public static let empty = Context(remoteOwners: [:])
@@ -87,9 +92,24 @@ public struct SyncPlanner: Sendable {
     /// Creates a planner.
     public init(configuration: Configuration = Configuration()) { self.configuration = configuration }
 
+    /// Whether deciding on `item` needs its earlier versions (``Context/earlierVersions``): a file the two sides
+    /// never agreed on, here at the service's path with a content other than the service's.
+    public static func asksEarlierVersions(_ item: ItemObservation) -> Bool {
+        guard item.synced == nil, let remote = item.remote, !remote.isDeleted, remote.version != nil,
+            let local = item.local, local.kind == .file, remote.kind == .file, local.path == remote.path,
+            let hash = local.contentHash
+        else { return false }
+        return hash != remote.contentHash
+    }
+
     /// The next operations for `items`, none for the items in `inFlight`; empty when everything is in step.
-    public func plan(_ items: [ItemObservation], inFlight: Set<ItemID> = []) -> [SyncOperation] {
-        let context = Context(items)
+    /// `earlierVersions`: those of the items ``asksEarlierVersions(_:)`` names.
+    public func plan(
+        _ items: [ItemObservation], inFlight: Set<ItemID> = [],
+        earlierVersions: [ItemID: [ChunkHash: VersionID]] = [:]
+    ) -> [SyncOperation] {
+        var context = Context(items)
+        context.earlierVersions = earlierVersions
         var byID: [ItemID: ItemObservation]?  // made only when an adoption needs to look at another item
         var operations: [SyncOperation] = []
         for item in items where !inFlight.contains(item.id) {
@@ -289,9 +309,13 @@ public struct SyncPlanner: Sendable {
                     : .recordPlaceholder(id, remote)
             }
             guard let hash = local.contentHash else { return .hashLocal(id, expecting: local.identity) }
-            return hash == remote.contentHash
-                ? .adoptLocal(id, remote: remote, identity: local.identity)
-                : .moveAside(id, path: local.path, expecting: local.identity)
+            if hash == remote.contentHash { return .adoptLocal(id, remote: remote, identity: local.identity) }
+            if let version = context.earlierVersions[id]?[hash] {
+                // An earlier version of the item (an old copy where the device was set up again): that version is
+                // what both sides had, and the service's newer one comes down over it as over any old copy.
+                return .adoptEarlier(id, version: version, contentHash: hash, identity: local.identity)
+            }
+            return .moveAside(id, path: local.path, expecting: local.identity)
         }
     }
 
