@@ -16,7 +16,8 @@ import UbiquityProtocol
 /// The rules, per item (`R` remote, `L` local, `S` synced):
 /// 1. Never in step (`S` missing): new here → create on the service, unless another item holds the path there —
 ///    the same content is adopted, other content moves aside; new there → a placeholder; both at one path → the
-///    same content is adopted, other content moves aside; gone on both → forget.
+///    same content is adopted, an earlier version of the item is taken for that version (and updated), other
+///    content moves aside; gone on both → forget.
 /// 2. Deleted on the service: an unchanged local copy is removed; a changed one is uploaded (the edit brings the
 ///    item back); nothing here → forget.
 /// 3. Deleted here (`S` had a copy, `L` missing): deleted on the service based on `S`'s version — unless the
