@@ -329,7 +329,7 @@ struct AuthorizationTests {
     }
 
     /// Ada, with an item of two versions, a key-value entry and a second device.
-    static func seedAda(_ client: any TestClientProtocol) async throws -> Seed {
+    static func seedAda(_ client: any ServiceTestClient) async throws -> Seed {
         let ada = try await Device.signIn(client, account: "ada", device: "Ada's laptop")
         let spare = try await Device.signIn(client, account: "ada", device: "Ada's tablet")
         var seed = try await seed(ada, spareToken: spare.token)
@@ -354,7 +354,7 @@ struct AuthorizationTests {
     }
 
     /// A token of `device`'s account, signed in and then revoked through `DELETE /v1/tokens/{id}`.
-    static func revokedToken(_ client: any TestClientProtocol, of device: Device) async throws -> String {
+    static func revokedToken(_ client: any ServiceTestClient, of device: Device) async throws -> String {
         let old = try await Device.signIn(client, account: "ada", device: "Ada's old phone")
         let revoke = try await device.send(.delete, "/v1/tokens/\(old.info.id)")
         #expect(revoke.status == .noContent, "revoking: \(revoke.text)")
@@ -501,7 +501,7 @@ struct AuthorizationTests {
         ByteBuffer(bytes: try JSONEncoder().encode(value))
     }
 
-    static func send(_ client: any TestClientProtocol, _ probe: Probe, authorization: String?) async throws -> Answer {
+    static func send(_ client: any ServiceTestClient, _ probe: Probe, authorization: String?) async throws -> Answer {
         var headers: HTTPFields = [:]
         if let authorization { headers[.authorization] = authorization }
         if probe.body != nil, probe.method != .put { headers[.contentType] = "application/json" }

@@ -430,7 +430,7 @@ struct BadInputTests {
         var otherContainerToken: ChangeToken
     }
 
-    static func seed(_ client: any TestClientProtocol) async throws -> Seed {
+    static func seed(_ client: any ServiceTestClient) async throws -> Seed {
         let ada = try await Device.signIn(client, account: "ada", device: "Ada's laptop")
         let list = try await ada.create("Documents/List.txt", "milk".bytes)
         let cafe = try await ada.create("Documents/café.txt", "croissant".bytes)

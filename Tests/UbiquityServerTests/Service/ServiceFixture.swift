@@ -1,8 +1,12 @@
+import AsyncHTTPClient
 import Crypto
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
+import NIOCore
+import NIOHTTP1
 import Testing
 import UbiquityProtocol
 import UbiquityServer
@@ -58,21 +62,122 @@ struct TestServer {
         return TestServer(directory: directory, service: service)
     }
 
+    /// How a test reaches the service.
+    enum Transport: Sendable {
+        /// In process, through the router.
+        case router
+        /// Over loopback, to the service listening on a port of its own.
+        case live
+    }
+
     /// Runs `body` with a client of the service, in process (`.router`) or over loopback (`.live`), then removes
     /// the data directory (and the PostgreSQL schema, on that storage) unless `keep` is set.
+    ///
+    /// The loopback client sets no deadline of its own: a test asserts what the service answers, not how soon, and
+    /// on a slow, loaded machine a request may wait long (the test run's own limit catches a service that hangs).
     func test<Value: Sendable>(
-        _ framework: TestingSetup = .router, keep: Bool = false,
-        _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Value
+        _ transport: Transport = .router, keep: Bool = false,
+        _ body: @escaping @Sendable (any ServiceTestClient) async throws -> Value
     ) async throws -> Value {
         defer { if !keep { try? FileManager.default.removeItem(at: directory) } }
         let result: Result<Value, any Error>
         do {
-            result = .success(try await service.makeApplication().test(framework) { client in try await body(client) })
+            switch transport {
+            case .router:
+                result = .success(
+                    try await service.makeApplication().test(.router) { client in
+                        try await body(RouterClient(client: client))
+                    })
+            case .live:
+                result = .success(try await live(body))
+            }
         } catch {
             result = .failure(error)
         }
         if !keep { try? await (service.store as? PostgresMetadataStore)?.dropSchema() }
         return try result.get()
+    }
+
+    /// Runs `body` with a client of the service listening on a free port of 127.0.0.1, and stops the service after.
+    private func live<Value: Sendable>(
+        _ body: @escaping @Sendable (any ServiceTestClient) async throws -> Value
+    ) async throws -> Value {
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let application = try service.makeApplication { continuation.yield($0.localAddress?.port ?? 0) }
+        let running = Task {
+            defer { continuation.finish() }  // a service that cannot start ends the wait for its port
+            try await application.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            _ = try await running.value
+            throw ProtocolError(.internalError, "the service stopped before it listened")
+        }
+        let outcome: Result<Value, any Error>
+        do {
+            outcome = .success(try await body(LoopbackClient(port: port)))
+        } catch {
+            outcome = .failure(error)
+        }
+        running.cancel()
+        _ = await running.result
+        return try outcome.get()
+    }
+}
+
+/// An answer as the tests read it: the status, the headers and the whole body.
+struct TestAnswer: Sendable {
+    let status: HTTPResponse.Status
+    let headers: HTTPFields
+    let body: ByteBuffer
+}
+
+/// A client of the service under test (``TestServer/test(_:keep:_:)``).
+protocol ServiceTestClient: Sendable {
+    /// Sends a request and reads the whole answer.
+    func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?)
+        async throws -> TestAnswer
+    /// The port the service listens on, over loopback; `nil` in process.
+    var port: Int? { get }
+}
+
+/// The service in process, through its router.
+private struct RouterClient: ServiceTestClient {
+    let client: any TestClientProtocol
+
+    func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?)
+        async throws -> TestAnswer
+    {
+        let response = try await client.executeRequest(uri: uri, method: method, headers: headers, body: body)
+        return TestAnswer(status: response.status, headers: response.headers, body: response.body)
+    }
+
+    var port: Int? { nil }
+}
+
+/// The service over loopback, through AsyncHTTPClient, with no deadline; redirects are answers, not followed.
+private struct LoopbackClient: ServiceTestClient {
+    let port: Int?
+
+    /// One client for the whole run, as `HTTPClient.shared` is, but not following redirects.
+    private static let http = HTTPClient(
+        eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
+
+    func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?)
+        async throws -> TestAnswer
+    {
+        var request = HTTPClientRequest(url: "http://127.0.0.1:\(port ?? 0)\(uri)")
+        request.method = HTTPMethod(rawValue: method.rawValue)
+        request.headers = HTTPHeaders(headers.map { ($0.name.rawName, $0.value) })
+        if let body { request.body = .bytes(body) }
+        let response = try await Self.http.execute(request, deadline: .distantFuture)
+        var fields = HTTPFields()
+        for (name, value) in response.headers {
+            if let name = HTTPField.Name(name) { fields.append(HTTPField(name: name, value: value)) }
+        }
+        return TestAnswer(
+            status: HTTPResponse.Status(code: Int(response.status.code), reasonPhrase: response.status.reasonPhrase),
+            headers: fields, body: try await response.body.collect(upTo: .max))
     }
 }
 
@@ -97,7 +202,7 @@ struct Answer {
 
 /// A device signed in to the service: it sends requests with its bearer token.
 struct Device: Sendable {
-    let client: any TestClientProtocol
+    let client: any ServiceTestClient
     let token: String
     let info: TokenInfo
     let container: ContainerID
@@ -106,7 +211,7 @@ struct Device: Sendable {
 
     /// Registers `account` (when new) and signs a device named `name` in.
     static func signIn(
-        _ client: any TestClientProtocol, account: String, device name: String, password: String = "correct horse",
+        _ client: any ServiceTestClient, account: String, device name: String, password: String = "correct horse",
         container: ContainerID = Device.defaultContainer, containers: [ContainerID]? = nil
     ) async throws -> Device {
         _ = try await send(client, .post, "/v1/accounts", json: RegisterRequest(name: account, password: password))
@@ -135,7 +240,7 @@ struct Device: Sendable {
     }
 
     static func send(
-        _ client: any TestClientProtocol, _ method: HTTPRequest.Method, _ uri: String, json value: some Encodable
+        _ client: any ServiceTestClient, _ method: HTTPRequest.Method, _ uri: String, json value: some Encodable
     ) async throws -> Answer {
         let response = try await client.executeRequest(
             uri: uri, method: method, headers: [:], body: ByteBuffer(bytes: try JSONEncoder().encode(value)))
