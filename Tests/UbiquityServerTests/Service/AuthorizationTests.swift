@@ -534,7 +534,7 @@ struct AuthorizationTests {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/push")
         for field in headers { request.headers.add(name: field.name.rawName, value: field.value) }
         if headers[.connection] == nil { request.headers.add(name: "Connection", value: "close") }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
         let body = try await response.body.collect(upTo: 1 << 20)
         return Answer(status: HTTPResponse.Status(code: Int(response.status.code)), body: Data(body.readableBytesView))
     }

@@ -119,7 +119,7 @@ struct BadInputTests {
                         request.method = .PUT
                         request.headers.add(name: "Authorization", value: "Bearer \(ada.token)")
                         request.body = .bytes(ByteBuffer(bytes: piece))
-                        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(60))
+                        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
                         _ = try await response.body.collect(upTo: 1 << 20)
                         return HTTPResponse.Status(code: Int(response.status.code))
                     }
@@ -162,7 +162,7 @@ struct BadInputTests {
                 continuation.finish()
             }
             request.body = .stream(stream, length: .unknown)
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
             let body = try await response.body.collect(upTo: 1 << 20)
             let answer = Answer(
                 status: HTTPResponse.Status(code: Int(response.status.code)), body: Data(body.readableBytesView))
@@ -286,7 +286,7 @@ struct BadInputTests {
         request.method = .RAW(value: method)
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
         let collected = try await response.body.collect(upTo: 1 << 20)
         return Answer(
             status: HTTPResponse.Status(code: Int(response.status.code)), body: Data(collected.readableBytesView))

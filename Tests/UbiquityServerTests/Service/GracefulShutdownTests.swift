@@ -39,7 +39,7 @@ struct GracefulShutdownTests {
         do {
             health = .success(
                 try await client.execute(
-                    HTTPClientRequest(url: "http://127.0.0.1:\(port)/health"), timeout: .seconds(30)))
+                    HTTPClientRequest(url: "http://127.0.0.1:\(port)/health"), timeout: .seconds(600)))
         } catch {
             health = .failure(error)
         }

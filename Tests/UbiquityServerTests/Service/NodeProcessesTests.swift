@@ -128,7 +128,7 @@ struct NodeProcessesTests {
                 request.headers.add(name: "Content-Type", value: "application/json")
                 request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(body)))
             }
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
             let bytes = try await response.body.collect(upTo: 1 << 24)
             return (response.status, Data(bytes.readableBytesView))
         }
@@ -141,7 +141,7 @@ struct NodeProcessesTests {
             request.method = .PUT
             request.headers.add(name: "Authorization", value: "Bearer \(token)")
             request.body = .bytes(ByteBuffer(bytes: bytes))
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(600))
             let body = try await response.body.collect(upTo: 1 << 20)
             return (response.status, Data(body.readableBytesView))
         }

@@ -483,7 +483,7 @@ private struct Wire: Sendable {
             request.headers.add(name: "Content-Type", value: isJSON ? "application/json" : "application/octet-stream")
             request.body = .bytes(ByteBuffer(bytes: body))
         }
-        let response = try await client.execute(request, timeout: .seconds(60))
+        let response = try await client.execute(request, timeout: .seconds(600))
         let bytes = try await response.body.collect(upTo: 64 << 20)
         return Reply(request: "\(method) \(path)", status: response.status.code, body: Array(bytes.readableBytesView))
     }
