@@ -17,14 +17,21 @@ extension ContainerSync {
     /// The state database's key for the folders and packages found unreadable.
     static let unreadableKey = "unreadable"
 
-    /// The folders and packages the last observations found unreadable and not readable since, with why.
+    /// The folders and packages the last observations found unreadable and not readable since, with why. A stored
+    /// list that cannot be read (a damaged value) is taken for none, and logged: the next full scan finds them
+    /// again, while a list that failed every round would stop all syncing.
     func unreadablePaths() throws -> [ItemPath: String] {
         if let unreadable { return unreadable }
         var found: [ItemPath: String] = [:]
         if let stored = try state.value(forKey: Self.unreadableKey) {
-            let decoded = try JSONDecoder().decode([String: String].self, from: Data(stored.utf8))
-            for (path, why) in decoded {
-                if let path = try? ItemPath(path) { found[path] = why }
+            do {
+                for (path, why) in try JSONDecoder().decode([String: String].self, from: Data(stored.utf8)) {
+                    if let path = try? ItemPath(path) { found[path] = why }
+                }
+            } catch {
+                logger.error(
+                    "the list of folders that could not be read is damaged; taken for none",
+                    metadata: ["error": "\(error)"])
             }
         }
         unreadable = found

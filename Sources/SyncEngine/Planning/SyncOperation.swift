@@ -49,10 +49,8 @@ public enum SyncOperation: Hashable, Sendable {
         case .hashLocal(let id, _), .createRemote(let id, _, _), .uploadContent(let id, _, _), .moveRemote(let id, _),
             .agreePath(let id, _), .deleteRemote(let id, _), .recordPlaceholder(let id, _), .download(let id, _, _, _),
             .makeFolder(let id, _), .adoptLocal(let id, _, _), .adoptEarlier(let id, _, _, _),
-            .moveLocal(let id, _, _, _),
-            .deleteLocal(let id, _, _),
-            .evict(let id, _, _),
-            .moveAside(let id, _, _), .detachLocal(let id), .forget(let id):
+            .moveLocal(let id, _, _, _), .deleteLocal(let id, _, _), .evict(let id, _, _), .moveAside(let id, _, _),
+            .detachLocal(let id), .forget(let id):
             id
         }
     }

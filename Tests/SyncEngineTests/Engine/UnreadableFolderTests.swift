@@ -88,4 +88,17 @@ struct UnreadableFolderTests {
             serverVersion: nil)
         #expect(item.hasLocalChanges(in: layout), "not known to be unchanged: evicting it could lose an edit")
     }
+
+    @Test("A damaged list of unreadable folders is taken for none: rounds go on and sync")
+    func damagedList() async throws {
+        try await DevicePair.run { pair in
+            let (laptop, desktop) = (pair.laptop, pair.desktop)
+            try laptop.state.setValue("{not a list", forKey: ContainerSync.unreadableKey)
+            let milk = try ItemPath("Documents/Milk.txt")
+            try pair.write(Data("milk".utf8), to: milk, on: laptop)
+            try await laptop.syncOnce(scanning: .paths([milk.string]))
+            try await desktop.syncOnce()
+            #expect(pair.read(milk, on: desktop) == Data("milk".utf8))
+        }
+    }
 }
