@@ -34,7 +34,9 @@ let package = Package(
     targets: [
         .target(name: "DocumentKit"),
         .target(name: "UbiquityProtocol"),
-        .target(name: "SQLiteSupport", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "CSQLiteSupport", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(
+            name: "SQLiteSupport", dependencies: ["CSQLiteSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(
             name: "SyncEngine",
             dependencies: [

@@ -12,10 +12,9 @@ extension ContainerSync {
     static func openState(of layout: ContainerLayout, logger: Logger) throws -> LocalStateStore {
         do {
             return try LocalStateStore(url: layout.stateDatabase)
-        } catch let error as DatabaseError where [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode) {
-            let stamp = Int64(Date().timeIntervalSince1970 * 1000)
+        } catch  where isDamage(error) {
             let database = layout.stateDatabase.path
-            let aside = database + ".damaged-\(stamp)"
+            let aside = damagedCopy(of: layout).path
             let files = FileManager.default
             try files.moveItem(atPath: database, toPath: aside)
             if files.fileExists(atPath: database + "-wal") {
@@ -27,5 +26,29 @@ extension ContainerSync {
                 metadata: ["error": "\(error)", "moved to": "\(aside)"])
             return try LocalStateStore(url: layout.stateDatabase)
         }
+    }
+
+    /// Whether `error` is SQLite finding the state database damaged: not a database, or a corrupt page.
+    static func isDamage(_ error: any Error) -> Bool {
+        guard let error = error as? DatabaseError else { return false }
+        return [.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode)
+    }
+
+    /// Where a damaged state database is kept for a look: `state.sqlite.damaged-<milliseconds since 1970>`.
+    static func damagedCopy(of layout: ContainerLayout) -> URL {
+        let stamp = Int64(Date().timeIntervalSince1970 * 1000)
+        return URL(fileURLWithPath: layout.stateDatabase.path + ".damaged-\(stamp)")
+    }
+
+    /// Empties the state database a round found damaged (a corrupt page deeper in than opening reads), keeping a
+    /// copy beside it, and forgets what this sync remembered of it: the next round starts afresh, as after a
+    /// damaged database moved aside at opening (``openState(of:logger:)``).
+    func resetDamagedState(after error: any Error) throws {
+        let copy = Self.damagedCopy(of: layout)
+        try state.resetToEmpty(keepingCopyAt: copy)
+        unreadable = nil
+        logger.error(
+            "the state database is damaged: emptied, and the engine starts afresh from the disk and the service",
+            metadata: ["error": "\(error)", "copied to": "\(copy.path)"])
     }
 }

@@ -185,17 +185,14 @@ public actor ContainerSync {
         let next = Task(executorPreference: configuration.taskExecutor) {
             _ = await previous?.result
             do {
-                try await self.sendQueuedOperations()
-                // What changed here is planned and sent first (as soon as possible, and before an app that hears of
-                // the service's changes may quit), then what changed there.
-                try await self.observeLocal(scope)
-                try await self.settle()
-                try await self.observeRemoteChanges()
-                try await self.settle()
-                try await self.clearStalePartials()
-                if await !self.leftoversCleared { await self.clearTemporaryFiles() }
-                try await self.forgetAbandonedPrefetches()
-                try await self.syncKeyValues()
+                do {
+                    try await self.runRound(scope)
+                } catch  where Self.isDamage(error) {
+                    // The state database is damaged deeper in than opening reads: emptied, the whole container is
+                    // compared again with the service, at once.
+                    try await self.resetDamagedState(after: error)
+                    try await self.runRound(.everything)
+                }
                 self.hub.send(.roundEnded(failure: nil))
             } catch {
                 self.hub.send(.roundEnded(failure: String(describing: error)))
@@ -208,6 +205,21 @@ public actor ContainerSync {
         } onCancel: {
             next.cancel()
         }
+    }
+
+    /// The steps of one round (see ``syncOnce(scanning:)``).
+    private func runRound(_ scope: ScanScope) async throws {
+        try await sendQueuedOperations()
+        // What changed here is planned and sent first (as soon as possible, and before an app that hears of the
+        // service's changes may quit), then what changed there.
+        try await observeLocal(scope)
+        try await settle()
+        try await observeRemoteChanges()
+        try await settle()
+        try clearStalePartials()
+        if !leftoversCleared { clearTemporaryFiles() }
+        try await forgetAbandonedPrefetches()
+        try await syncKeyValues()
     }
 
     /// Runs blocking disk work off Swift concurrency's shared threads when the disk blocks; in place when not.

@@ -99,6 +99,21 @@ final class RecordCache: Sendable {
         }
     }
 
+    /// Runs `body`, which empties the database, after every other write of item records, and empties the cache
+    /// whatever `body` did: reads that began before see no cached record from then.
+    func emptying(_ body: () throws -> Void) throws {
+        writing.lock()
+        defer { writing.unlock() }
+        state.withLock { $0.generation &+= 1 }
+        defer {
+            state.withLock { state in
+                state.records = [:]
+                state.generation &+= 1
+            }
+        }
+        try body()
+    }
+
     private static func put(_ record: StoredItem, into state: inout State) {
         if state.records[record.id] == nil, state.records.count >= capacity, let any = state.records.keys.first {
             state.records[any] = nil

@@ -1,5 +1,6 @@
 import DocumentKit
 import Foundation
+import GRDB
 import Testing
 import UbiquityProtocol
 
@@ -65,6 +66,67 @@ struct DamagedStateTests {
                 #expect(pair.read(path, on: laptop) == Data(content.utf8), "\(path) on the laptop")
                 #expect(pair.read(path, on: desktop) == Data(content.utf8), "\(path) on the desktop")
             }
+        }
+    }
+
+    @Test(
+        "A corrupt page deeper in than opening reads: the round that meets it empties the database in place and runs again afresh; nothing is lost"
+    )
+    func corruptPageFoundByRound() async throws {
+        try await DevicePair.run { pair in
+            let (laptop, desktop) = (pair.laptop, pair.desktop)
+            let paths = try ["a", "b", "c"].map { try ItemPath("Documents/Notes/\($0).txt") }
+            let (a, b) = (paths[0], paths[1])
+            try FileManager.default.createDirectory(
+                at: laptop.layout.url(of: a).deletingLastPathComponent(), withIntermediateDirectories: true)
+            for path in paths { try pair.write(Data(path.name.utf8), to: path, on: laptop) }
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+
+            // The laptop's engine stops; its user edits a, the desktop's edits b, and the page holding the laptop's
+            // item records is zeroed (its log checkpointed into the file first), leaving the pages opening reads.
+            laptop.releaseLock()
+            try pair.write(Data("a, edited on the laptop".utf8), to: a, on: laptop)
+            try pair.write(Data("b, edited on the desktop".utf8), to: b, on: desktop)
+            try await desktop.syncOnce()
+            let database = laptop.layout.stateDatabase
+            let (pageSize, root) = try await DatabaseQueue(path: database.path).writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                return (
+                    try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0,
+                    try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = 'item_record'") ?? 0
+                )
+            }
+            #expect(root > 1)
+            let file = try FileHandle(forWritingTo: database)
+            try file.seek(toOffset: UInt64((root - 1) * pageSize))
+            try file.write(contentsOf: Data(repeating: 0, count: pageSize))
+            try file.close()
+
+            let restarted = try ContainerSync(
+                layout: laptop.layout, client: laptop.client, device: laptop.device,
+                configuration: laptop.configuration)
+            defer { restarted.releaseLock() }
+            #expect(throws: DatabaseError.self, "opening did not read the page") { try restarted.state.items() }
+            // A round (which meets the page, and runs again afresh), and the next for the copy it stepped aside.
+            for _ in 0..<2 {
+                try await restarted.syncOnce()
+                try await desktop.syncOnce()
+            }
+
+            let aside = try FileManager.default.contentsOfDirectory(atPath: laptop.layout.privateFolder.path)
+                .filter { $0.hasPrefix("state.sqlite.damaged-") }
+            #expect(!aside.isEmpty, "a copy of the damaged database is kept for a look")
+            // As after a database moved aside at opening: the same file is the item, the old copy is that version,
+            // the edit made here steps aside and goes up; the engine knows every item again.
+            let asideA = try ItemPath("Documents/Notes/a (conflicted copy).txt")
+            for device in [restarted, desktop] {
+                let files = try await device.items().filter { $0.kind == .file }
+                #expect(Set(files.map(\.path)) == Set(paths + [asideA]), "\(files.map(\.path))")
+            }
+            #expect(pair.documents(on: laptop) == pair.documents(on: desktop))
+            #expect(pair.read(asideA, on: desktop) == Data("a, edited on the laptop".utf8))
+            #expect(pair.read(b, on: laptop) == Data("b, edited on the desktop".utf8))
         }
     }
 }
