@@ -6,4 +6,8 @@
 /// variable arguments, which Swift cannot call. Returns SQLite's result code.
 int csqlite_reset_database(void *connection);
 
+/// The same reset of the database file at `path`, through a connection of its own opened and closed here (for a
+/// database too damaged for GRDB to open). Returns SQLite's result code.
+int csqlite_reset_database_file(const char *path);
+
 #endif

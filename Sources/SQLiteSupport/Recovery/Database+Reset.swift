@@ -21,4 +21,15 @@ extension Database {
             throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "the database could not be reset")
         }
     }
+
+    /// Empties the database file at `path` as ``resetToEmpty()`` does, through a connection of its own: for a file
+    /// too damaged to open (not a database at all).
+    ///
+    /// - Throws: `DatabaseError` with SQLite's result code when the file cannot be opened or reset.
+    public static func resetToEmpty(fileAt path: String) throws {
+        let code = csqlite_reset_database_file(path)
+        guard code == 0 else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "the database could not be reset")
+        }
+    }
 }

@@ -1,29 +1,36 @@
 import Foundation
 import GRDB
 import Logging
+import SQLiteSupport
 
 extension ContainerSync {
     /// Opens the container's state database. One that SQLite finds damaged (not a database, a corrupt page: a
-    /// failing disk, a file overwritten) is moved aside as `state.sqlite.damaged-<time>` (its write-ahead log
-    /// beside it) and a new one made: the database is the engine's memory of what it agreed on with the service,
-    /// not the only copy of anything. The first round then compares every file with the service's items, as a
-    /// device set up again does: a file where the service has an item is that item's, its content either the same,
-    /// an older version of it, or an edit made here; nothing here is deleted.
+    /// failing disk, a file overwritten) is copied to `state.sqlite.damaged-<time>` (its write-ahead log beside it)
+    /// and emptied where it is (removed, should SQLite fail to empty it): the database is the engine's memory of
+    /// what it agreed on with the service, not the only copy of anything. The first round then compares every file
+    /// with the service's items, as a device set up again does: a file where the service has an item is that
+    /// item's, its content either the same, an older version of it, or an edit made here; nothing here is deleted.
     static func openState(of layout: ContainerLayout, logger: Logger) throws -> LocalStateStore {
         do {
             return try LocalStateStore(url: layout.stateDatabase)
         } catch  where isDamage(error) {
             let database = layout.stateDatabase.path
-            let aside = damagedCopy(of: layout).path
-            let files = FileManager.default
-            try files.moveItem(atPath: database, toPath: aside)
-            if files.fileExists(atPath: database + "-wal") {
-                try files.moveItem(atPath: database + "-wal", toPath: aside + "-wal")
+            let copy = damagedCopy(of: layout)
+            LocalStateStore.copy(databaseAt: database, to: copy)
+            do {
+                // Emptied in place, as a round does (see resetDamagedState(after:)), for other processes' sake.
+                try Database.resetToEmpty(fileAt: database)
+            } catch {
+                logger.warning(
+                    "the damaged state database could not be emptied; removed", metadata: ["error": "\(error)"])
+                let files = FileManager.default
+                try files.removeItem(atPath: database)
+                try? files.removeItem(atPath: database + "-wal")
+                try? files.removeItem(atPath: database + "-shm")
             }
-            try? files.removeItem(atPath: database + "-shm")
             logger.error(
-                "the state database is damaged: moved aside, and the engine starts afresh from the disk and the service",
-                metadata: ["error": "\(error)", "moved to": "\(aside)"])
+                "the state database is damaged: emptied, and the engine starts afresh from the disk and the service",
+                metadata: ["error": "\(error)", "copied to": "\(copy.path)"])
             return try LocalStateStore(url: layout.stateDatabase)
         }
     }

@@ -15,16 +15,20 @@ extension LocalStateStore {
     func resetToEmpty(keepingCopyAt copy: URL) throws {
         try cache.emptying {
             try pool.barrierWriteWithoutTransaction { db in
-                if let path = (pool as? DatabasePool)?.path {
-                    let files = FileManager.default
-                    try? files.copyItem(atPath: path, toPath: copy.path)
-                    if files.fileExists(atPath: path + "-wal") {
-                        try? files.copyItem(atPath: path + "-wal", toPath: copy.path + "-wal")
-                    }
-                }
+                if let path = (pool as? DatabasePool)?.path { Self.copy(databaseAt: path, to: copy) }
                 try db.resetToEmpty()
             }
         }
         try Self.migrator.migrate(pool)
+    }
+
+    /// Copies the database file at `path`, and its write-ahead log, to `copy` (and `copy` + `-wal`), as far as they
+    /// can be read: a damaged database kept for a look.
+    static func copy(databaseAt path: String, to copy: URL) {
+        let files = FileManager.default
+        try? files.copyItem(atPath: path, toPath: copy.path)
+        if files.fileExists(atPath: path + "-wal") {
+            try? files.copyItem(atPath: path + "-wal", toPath: copy.path + "-wal")
+        }
     }
 }

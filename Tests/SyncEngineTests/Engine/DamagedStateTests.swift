@@ -12,7 +12,7 @@ import UbiquityProtocol
 @Suite("A damaged state database")
 struct DamagedStateTests {
     @Test(
-        "Moved aside; the engine starts afresh, matches its files to the service's items, takes old copies for old versions, loses no edit, doubles nothing"
+        "Emptied where it is, a copy kept; the engine starts afresh, matches its files to the service's items, takes old copies for old versions, loses no edit, doubles nothing"
     )
     func startsAfresh() async throws {
         try await DevicePair.run { pair in
@@ -28,6 +28,7 @@ struct DamagedStateTests {
             // The laptop's engine stops. Meanwhile its user edits a, the desktop's edits b, and the laptop's state
             // database is overwritten.
             laptop.releaseLock()
+            try laptop.state.pool.close()
             try pair.write(Data("a, edited on the laptop".utf8), to: a, on: laptop)
             try pair.write(Data("b, edited on the desktop".utf8), to: b, on: desktop)
             try await desktop.syncOnce()
@@ -35,11 +36,14 @@ struct DamagedStateTests {
             let database = laptop.layout.stateDatabase
             try Data(repeating: 0x5A, count: 64 * 1024).write(to: database)
             for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: database.path + suffix) }
+            let file = try #require(try FileIdentity.lookUp(path: database.path))
 
             let restarted = try ContainerSync(
                 layout: laptop.layout, client: laptop.client, device: laptop.device,
                 configuration: laptop.configuration)
             defer { restarted.releaseLock() }
+            // Emptied where it is: another process's connection to it sees the empty database.
+            #expect(try FileIdentity.lookUp(path: database.path)?.inode == file.inode)
             let aside = try FileManager.default.contentsOfDirectory(atPath: laptop.layout.privateFolder.path)
                 .filter { $0.hasPrefix("state.sqlite.damaged-") }
             #expect(!aside.isEmpty, "the damaged database is kept for a look")
