@@ -1,3 +1,4 @@
+import DocumentKit
 import Foundation
 import SyncEngine
 import UbiquityProtocol
@@ -12,7 +13,8 @@ import UbiquityProtocol
 /// lanes, coordinated writes and state database — against a simulated world: an in-memory service with the real
 /// service's rules (``ServiceWorld``), a disk in memory per device (``SimulatedVolume``) on a simulated clock, a
 /// network that holds every request until the history delivers it (in any order, or never: partitions, lost
-/// answers), changes to a disk that need space and reads refused now and then (a full or failing disk), and engines
+/// answers), changes to a disk that need space, reads and coordinated accesses refused now and then (a full or
+/// failing disk, locks not had in time), and engines
 /// killed at any wait or right after any change they make to the disk, then started again from their state database
 /// and disk as they were. Every engine task runs on the history's own thread, one job at a time in an order the seed
 /// chooses, and users' saves land between any two of them; so a seed replays the same history exactly.
@@ -32,6 +34,9 @@ public final class EngineHistory: @unchecked Sendable {
         /// The chance that an engine's opening of a file to read it, or listing of a folder, fails, as on a failing
         /// disk or for an item made unreadable, in the busy phase (drawn as ``failedGrowth`` is).
         public var failedRead = 0.03
+        /// The chance that a coordinated access an engine takes fails before it looks at anything, as when its
+        /// locks are not had in time or a presenter's save fails, in the busy phase (drawn as ``failedGrowth`` is).
+        public var failedCoordination = 0.02
         /// The chance, at each step of the busy phase, that a user takes a folder's permissions away (the engine
         /// can then neither list it nor reach anything below it) or gives a folder's back (drawn as ``failedGrowth``
         /// is). Every folder's are given back as the world goes quiet.
@@ -295,6 +300,9 @@ public final class EngineHistory: @unchecked Sendable {
         case .list where faults.chance(configuration.failedRead):
             log("device\(device.index) a folder listing the engine makes fails")
             throw POSIXError(.EIO)
+        case .coordination where faults.chance(configuration.failedCoordination):
+            log("device\(device.index) a coordinated access the engine takes fails")
+            throw FileCoordinationError(.timedOut, "the simulation's coordination failed")
         default: return
         }
     }

@@ -262,8 +262,8 @@ struct SimulatedCrash: Error {}
 
 /// One engine's view of its device's disk: the ``LocalDisk`` it is given. Once the engine is killed the view
 /// refuses everything, so nothing a dead engine still runs reaches the disk; a change that needs space may fail, as
-/// on a full disk, and a read or a listing may fail, as on a failing disk or an item made unreadable
-/// (``beforeAccess``); and every change it makes may be the engine's last (``afterChange``).
+/// on a full disk, a read or a listing may fail, as on a failing disk or an item made unreadable, and a coordinated
+/// access may fail, as when its locks are not had in time (``beforeAccess``); and every change it makes may be the engine's last (``afterChange``).
 final class SimulatedDisk: LocalDisk, @unchecked Sendable {
     /// What an access that may fail does.
     enum Access {
@@ -273,6 +273,8 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
         case read
         /// Lists a folder.
         case list
+        /// Takes a coordinated access of items.
+        case coordination
     }
 
     let volume: SimulatedVolume
@@ -399,6 +401,11 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
     }
 
     var blocksThreads: Bool { false }
+
+    func coordinationBegins() throws {
+        try check()
+        try beforeAccess(.coordination)
+    }
 
     /// An open file of the simulated disk.
     final class SimulatedFileHandle: DiskFile {

@@ -49,9 +49,16 @@ public protocol LocalDisk: Sendable {
     /// Whether work on this disk blocks a thread long enough to be moved off Swift concurrency's shared threads
     /// (a real disk); a disk in memory answers at once and is used in place.
     var blocksThreads: Bool { get }
+    /// Called first inside each coordinated access the engine takes of its items: a disk may refuse it, as a
+    /// coordination fails (its locks not had in time, a presenter's save failing), and the access then throws before
+    /// anything is looked at. The real disk lets every access through; the engine's simulation refuses some.
+    func coordinationBegins() throws
 }
 
 extension LocalDisk {
+    /// Lets every coordinated access through.
+    public func coordinationBegins() throws {}
+
     /// Chunks the whole file, then hands each chunk over in order.
     public func chunksAndContentHash(
         ofFileAt url: URL, chunker: FileChunker, onChunk: (ChunkReference, Int64) throws -> Void

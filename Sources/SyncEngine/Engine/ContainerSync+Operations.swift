@@ -361,6 +361,7 @@ extension ContainerSync {
         let (hash, synced) = (item.observation.synced?.contentHash, item.observation.synced?.identity)
         try await onDisk {
             try FileCoordinator().coordinate(writingItemAt: url, options: .forDeleting) { url in
+                try disk.coordinationBegins()
                 if kind == .directory {
                     guard disk.removeEmptyDirectory(at: url) else { throw LocalCopyChanged() }
                     return
@@ -384,6 +385,7 @@ extension ContainerSync {
             try FileCoordinator().coordinate(
                 writingItemAt: source, options: .forMoving, writingItemAt: target, options: []
             ) { source, target in
+                try disk.coordinationBegins()
                 guard let now = try? scanner.identity(of: source, kind: kind), now.isSameFile(as: expecting),
                     !disk.exists(target)
                 else { throw LocalCopyChanged() }
@@ -402,6 +404,7 @@ extension ContainerSync {
         let (scanner, disk) = (scanner, disk)
         let target = try await onDisk {
             try FileCoordinator().coordinate(writingItemAt: url, options: .forMoving) { url -> URL in
+                try disk.coordinationBegins()
                 guard let now = try? scanner.identity(of: url, kind: kind), now.isSameFile(as: expecting) else {
                     throw LocalCopyChanged()
                 }

@@ -72,14 +72,20 @@ extension ContainerSync {
             FileAccessIntent.writingIntent(with: placements[$0].destination, options: .forReplacing)
         }
         do {
-            let done = try FileCoordinator().coordinate(with: intents) { ready.map(put) }
+            let done = try FileCoordinator().coordinate(with: intents) {
+                try disk.coordinationBegins()
+                return ready.map(put)
+            }
             for (index, result) in zip(ready, done) { results[index] = result }
         } catch is FileCoordinationError where ready.count > 1 {
             for index in ready {
                 results[index] = Result {
                     try FileCoordinator().coordinate(
                         writingItemAt: placements[index].destination, options: .forReplacing
-                    ) { _ in try put(index).get() }
+                    ) { _ in
+                        try disk.coordinationBegins()
+                        return try put(index).get()
+                    }
                 }
             }
         } catch {

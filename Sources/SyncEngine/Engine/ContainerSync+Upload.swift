@@ -26,7 +26,9 @@ extension ContainerSync {
         let (scanner, chunker, disk) = (scanner, configuration.chunker, disk)
         return try await onDisk {
             try FileCoordinator().coordinate(readingItemAt: url) { url in
-                try Self.read(url, kind: kind, scanner: scanner, chunker: chunker, disk: disk, onChunk: onChunk)
+                try disk.coordinationBegins()
+                return try Self.read(
+                    url, kind: kind, scanner: scanner, chunker: chunker, disk: disk, onChunk: onChunk)
             }
         }
     }
@@ -69,8 +71,9 @@ extension ContainerSync {
     static func readTogether(
         _ urls: [URL], scanner: LocalScanner, chunker: FileChunker, disk: any LocalDisk
     ) -> [Result<ContentRead, any Error>] {
-        let readAll = {
-            urls.map { url in
+        let readAll = { () throws in
+            try disk.coordinationBegins()
+            return urls.map { url in
                 Result { try read(url, kind: .file, scanner: scanner, chunker: chunker, disk: disk) }
             }
         }
@@ -81,7 +84,8 @@ extension ContainerSync {
             return urls.map { url in
                 Result {
                     try FileCoordinator().coordinate(readingItemAt: url) { url in
-                        try read(url, kind: .file, scanner: scanner, chunker: chunker, disk: disk)
+                        try disk.coordinationBegins()
+                        return try read(url, kind: .file, scanner: scanner, chunker: chunker, disk: disk)
                     }
                 }
             }
