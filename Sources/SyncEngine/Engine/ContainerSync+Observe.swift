@@ -64,6 +64,9 @@ extension ContainerSync {
         grouped.waiting = []
         var groups = waiting.map(\.writes)
         if let writes { groups.append(writes) }
+        if let unreadable, !unreadable.isEmpty {
+            groups = groups.map { Self.keepingUnreadableErrors($0, unreadable: unreadable) }
+        }
         var outcomes: [Result<[RecordWrite], any Error>] = []
         if !groups.isEmpty {
             do {

@@ -63,13 +63,21 @@ extension ContainerSync {
         for old in try state.records(at: changed.sorted()) where changed.contains(old.path) {
             var updated = old
             if let why = after[old.path] {
-                updated.uploadError = ItemError(code: .localCopyUnreadable, message: "could not be read: \(why)")
+                updated.uploadError = Self.unreadableError(why)
             } else if old.uploadError?.code == .localCopyUnreadable {
                 updated.uploadError = nil
             }
             if updated != old { writes.append(RecordWrite(updated, inStep: isInStep(updated), if: .unchanged(old))) }
         }
-        let applied = Set(try await commit(writes).map(\.id))
+        // What writes keep the error by (see keepingUnreadableErrors(_:unreadable:)), these included.
+        unreadable = after
+        let applied: Set<ItemID>
+        do {
+            applied = Set(try await commit(writes).map(\.id))
+        } catch {
+            unreadable = before  // the next observation tries again
+            throw error
+        }
         for write in writes where !applied.contains(write.id) {
             // Its record changed meanwhile: told again at the next observation of the path.
             guard case .unchanged(let old?) = write.condition else { continue }
@@ -82,5 +90,25 @@ extension ContainerSync {
             stored.isEmpty ? nil : String(decoding: try encoder.encode(stored), as: UTF8.self),
             forKey: Self.unreadableKey)
         unreadable = after
+    }
+
+    /// The upload error of the item of a folder or package that could not be read, with why.
+    static func unreadableError(_ why: String) -> ItemError {
+        ItemError(code: .localCopyUnreadable, message: "could not be read: \(why)")
+    }
+
+    /// `writes`, with the upload error kept on the items of folders and packages still unreadable: an operation
+    /// that succeeds on one (its move sent up, say) clears its item's upload error, which would otherwise stay gone
+    /// while the folder still cannot be read, until the set of unreadable paths next changed.
+    static func keepingUnreadableErrors(_ writes: [RecordWrite], unreadable: [ItemPath: String]) -> [RecordWrite] {
+        writes.map { write in
+            guard var record = write.record, record.uploadError == nil, let why = unreadable[record.path] else {
+                return write
+            }
+            record.uploadError = unreadableError(why)
+            var kept = write
+            kept.record = record
+            return kept
+        }
     }
 }

@@ -101,4 +101,38 @@ struct UnreadableFolderTests {
             #expect(pair.read(milk, on: desktop) == Data("milk".utf8))
         }
     }
+
+    @Test("Renamed while it cannot be read: the move goes up, and its item keeps the error until it can be read")
+    func renamedWhileUnreadable() async throws {
+        let disk = CountingDisk()
+        try await DevicePair.run(configuration: .init(disk: disk)) { pair in
+            let (laptop, desktop) = (pair.laptop, pair.desktop)
+            let (notes, archive) = (try ItemPath("Documents/Notes"), try ItemPath("Documents/Archive"))
+            let a = try ItemPath("Documents/Notes/a.txt")
+            try FileManager.default.createDirectory(
+                at: laptop.layout.url(of: notes), withIntermediateDirectories: true)
+            try pair.write(Data("a".utf8), to: a, on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+
+            // Notes is made unreadable, then renamed (a rename needs only its parent's permissions); what cannot be
+            // read follows the folder.
+            disk.unreachable.withLock { $0 = laptop.layout.url(of: notes).standardizedFileURL.path }
+            try await laptop.syncOnce()
+            try FileManager.default.moveItem(at: laptop.layout.url(of: notes), to: laptop.layout.url(of: archive))
+            disk.unreachable.withLock { $0 = laptop.layout.url(of: archive).standardizedFileURL.path }
+            for _ in 0..<2 {
+                try await laptop.syncOnce()
+                #expect(try await laptop.item(at: archive)?.uploadError?.code == .localCopyUnreadable)
+            }
+            try await desktop.syncOnce()
+            #expect(try await desktop.item(at: archive)?.kind == .directory, "the move did not go up")
+
+            disk.unreachable.withLock { $0 = nil }
+            try await laptop.syncOnce()
+            #expect(try await laptop.item(at: archive)?.uploadError == nil)
+            try await desktop.syncOnce()
+            #expect(pair.documents(on: laptop) == pair.documents(on: desktop))
+        }
+    }
 }
