@@ -7,7 +7,8 @@ extension ContainerSync {
     /// Opens the container's state database. One that SQLite finds damaged (not a database, a corrupt page: a
     /// failing disk, a file overwritten) is copied to `state.sqlite.damaged-<time>` (its write-ahead log beside it)
     /// and emptied where it is (removed, should SQLite fail to empty it): the database is the engine's memory of
-    /// what it agreed on with the service, not the only copy of anything. The first round then compares every file
+    /// what it agreed on with the service, not the only copy of anything but of what was made here and not yet sent
+    /// (``UnsentWork``), which is read from it as far as it can be and kept. The first round then compares every file
     /// with the service's items, as a device set up again does: a file where the service has an item is that
     /// item's, its content either the same, an older version of it, or an edit made here; nothing here is deleted.
     static func openState(of layout: ContainerLayout, logger: Logger) throws -> LocalStateStore {
@@ -17,6 +18,7 @@ extension ContainerSync {
             let database = layout.stateDatabase.path
             let copy = damagedCopy(of: layout)
             LocalStateStore.copy(databaseAt: database, to: copy)
+            let unsent = UnsentWork(readingDatabaseAt: database)
             do {
                 // Emptied in place, as a round does (see resetDamagedState(after:)), for other processes' sake.
                 try Database.resetToEmpty(fileAt: database)
@@ -31,7 +33,9 @@ extension ContainerSync {
             logger.error(
                 "the state database is damaged: emptied, and the engine starts afresh from the disk and the service",
                 metadata: ["error": "\(error)", "copied to": "\(copy.path)"])
-            return try LocalStateStore(url: layout.stateDatabase)
+            let state = try LocalStateStore(url: layout.stateDatabase)
+            try state.restore(unsent)
+            return state
         }
     }
 

@@ -89,7 +89,9 @@ struct DamagedStateTests {
 
             // The laptop's engine stops; its user edits a, the desktop's edits b, and the page holding the laptop's
             // item records is zeroed (its log checkpointed into the file first), leaving the pages opening reads.
+            // A key-value write made meanwhile waits in the database, on pages the damage spares.
             laptop.releaseLock()
+            try await laptop.setKeyValues(["theme": .string("dark")])
             try pair.write(Data("a, edited on the laptop".utf8), to: a, on: laptop)
             try pair.write(Data("b, edited on the desktop".utf8), to: b, on: desktop)
             try await desktop.syncOnce()
@@ -131,6 +133,39 @@ struct DamagedStateTests {
             #expect(pair.documents(on: laptop) == pair.documents(on: desktop))
             #expect(pair.read(asideA, on: desktop) == Data("a, edited on the laptop".utf8))
             #expect(pair.read(b, on: laptop) == Data("b, edited on the desktop".utf8))
+            #expect(try await desktop.keyValues()["theme"] == .string("dark"), "the unsent write was lost")
         }
+    }
+
+    @Test("Emptying the database keeps what was made here and not yet sent: key-value writes, queued operations")
+    func unsentWorkKept() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ubiquity-state-\(UUID())")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let url = folder.appendingPathComponent("state.sqlite")
+        let store = try LocalStateStore(url: url)
+        let (id, version) = (ItemID(), VersionID())
+        let path = try ItemPath("Documents/a.txt")
+        try store.write([
+            RecordWrite(StoredItem(ItemObservation(id: id, remote: RemoteView(path: path, kind: .file))), inStep: false)
+        ])
+        try store.writeKeyValues(
+            ["theme": .string("dark"), "size": .integer(12)], removing: ["old"], at: Date(timeIntervalSince1970: 7),
+            limits: KeyValueLimits())
+        try store.settleKeyValueWrites([
+            KeyValueWrite(key: "size", value: .integer(12), timestamp: Date(timeIntervalSince1970: 7))
+        ])
+        try store.enqueue([.markResolved(version), .remove(version)], of: id)
+
+        try store.resetToEmpty(keepingCopyAt: folder.appendingPathComponent("state.sqlite.damaged"))
+        #expect(try store.items().isEmpty)
+        #expect(try store.keyValues() == ["theme": .string("dark")], "a write the service has is learnt from it again")
+        let pending = try store.pendingKeyValueWrites()
+        #expect(
+            pending.map(\.key) == ["old", "theme"] && pending.allSatisfy { $0.timestamp.timeIntervalSince1970 == 7 })
+        #expect(try store.queuedOperationCount() == 2)
+        let first = try #require(try store.nextQueuedOperation())
+        #expect(first.item == id && first.operation == .markResolved(version))
+        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("state.sqlite.damaged").path))
     }
 }
