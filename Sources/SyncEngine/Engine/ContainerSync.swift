@@ -117,6 +117,12 @@ public actor ContainerSync {
     var leftoversCleared = false
     /// The folders and packages found unreadable, once read from the state database (see ``unreadablePaths()``).
     var unreadable: [ItemPath: String]?
+    /// The identity of the container's folder as opened: each round checks it is still the one at its path
+    /// (see ``checkFolder()``).
+    nonisolated let openedFolder: FileIdentity
+    /// Whether the next round scans the whole container whatever it was asked to (set when a round found the
+    /// container's folder replaced, and what it observed is not to be acted on).
+    var needsWholeScan = false
     /// The last round asked for; the next waits for it.
     var round: Task<Void, any Error>?
     /// Whether a ``ContainerEngine`` drives this sync.
@@ -151,6 +157,7 @@ public actor ContainerSync {
         self.configuration = configuration
         self.state = try state ?? Self.openState(of: layout, logger: logger)
         self.disk = configuration.disk
+        self.openedFolder = try Self.folderIdentity(of: layout, on: configuration.disk)
         let scanner = LocalScanner(types: types, disk: configuration.disk)
         self.scanner = scanner
         self.smallReads = Self.smallReadBatcher(
@@ -211,8 +218,13 @@ public actor ContainerSync {
     private func runRound(_ scope: ScanScope) async throws {
         try await sendQueuedOperations()
         // What changed here is planned and sent first (as soon as possible, and before an app that hears of the
-        // service's changes may quit), then what changed there.
-        try await observeLocal(scope)
+        // service's changes may quit), then what changed there; only once the scan is known to have been of the
+        // container's own folder.
+        try checkFolder()
+        let whole = needsWholeScan
+        try await observeLocal(whole ? .everything : scope)
+        try checkFolder()
+        if whole { needsWholeScan = false }
         try await settle()
         try await observeRemoteChanges()
         try await settle()

@@ -1,0 +1,52 @@
+import DocumentKit
+import Foundation
+import Testing
+import UbiquityProtocol
+
+@testable import SyncEngine
+
+/// The container's folder replaced under a running engine (moved aside and made again, a disk unmounted under it
+/// with its mount point left empty) is not a user deleting everything in it.
+@Suite("A container folder replaced under the engine")
+struct ReplacedFolderTests {
+    @Test(
+        "An empty folder in its place deletes nothing, here or on the other device; rounds fail, saying why, until it is back, then it syncs"
+    )
+    func replacedByEmptyFolder() async throws {
+        try await DevicePair.run { pair in
+            let (laptop, desktop) = (pair.laptop, pair.desktop)
+            let paths = try ["a", "b"].map { try ItemPath("Documents/\($0).txt") }
+            for path in paths { try pair.write(Data(path.name.utf8), to: path, on: laptop) }
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+
+            // The folder is moved aside and an empty one made in its place (a disk unmounted under the engine
+            // leaves its empty mount point so).
+            let folder = laptop.layout.folder
+            let aside = folder.deletingLastPathComponent().appendingPathComponent("moved-aside")
+            try FileManager.default.moveItem(at: folder, to: aside)
+            try FileManager.default.createDirectory(
+                at: folder.appendingPathComponent("Documents"), withIntermediateDirectories: true)
+            for scope in [ScanScope.everything, .paths(Set(paths.map(\.string)))] {
+                await #expect(throws: ProtocolError.self) { try await laptop.syncOnce(scanning: scope) }
+            }
+            try await desktop.syncOnce()
+            for path in paths {
+                #expect(pair.read(path, on: desktop) == Data(path.name.utf8), "\(path) deleted on the desktop")
+                #expect(try await laptop.item(at: path) != nil)
+            }
+
+            // The folder comes back (the disk mounted again), with a file made meanwhile. A round for the service's
+            // changes alone scans the whole folder first, since the last ones could not.
+            let added = try ItemPath("Documents/added.txt")
+            try Data("added".utf8).write(to: aside.appendingPathComponent(added.string))
+            try FileManager.default.removeItem(at: folder)
+            try FileManager.default.moveItem(at: aside, to: folder)
+            try await laptop.syncOnce(scanning: .paths([]))
+            try await desktop.syncOnce()
+            #expect(pair.read(added, on: desktop) == Data("added".utf8))
+            #expect(pair.documents(on: laptop) == pair.documents(on: desktop))
+            #expect(pair.documents(on: desktop) == ["a.txt", "added.txt", "b.txt"])
+        }
+    }
+}
