@@ -45,6 +45,10 @@ public final class EngineHistory: @unchecked Sendable {
         /// starts afresh, from an empty one, as the engine does with a damaged one it moved aside (drawn as
         /// ``failedGrowth`` is).
         public var lostState = 0.1
+        /// The chance, at each step of the busy phase, that a device's container folder is unmounted under its
+        /// engine (an empty mount point of another device in its place) or mounted again (drawn as ``failedGrowth``
+        /// is). Every one is mounted again as the world goes quiet.
+        public var unmounted = 0.01
         /// The chance that a user's save lands between two of an engine's jobs, in the busy phase.
         public var saveBetweenJobs = 0.01
         /// The engine's check of a local copy inside its coordinated write sees what the last scan saw, not the
@@ -225,6 +229,10 @@ public final class EngineHistory: @unchecked Sendable {
         for device in devices {
             device.online = true
             for folder in device.volume.closedFolders.sorted() { setPermissions(of: folder, on: device, open: true) }
+            if device.volume.unmountedFolder != nil {
+                device.volume.setUnmounted(nil)
+                log("device\(device.index) container folder mounted again")
+            }
         }
         var problems = try settle()
         if problems.isEmpty { problems = self.problems() }
@@ -277,6 +285,12 @@ public final class EngineHistory: @unchecked Sendable {
         old.disk.kill()
         old.sync.releaseLock()
         dead.append(old)
+        // The next engine starts with its disk mounted (an engine started on an empty mount point would open a new
+        // state database there, and the disk mounted over it later would need another start).
+        if device.volume.unmountedFolder != nil {
+            device.volume.setUnmounted(nil)
+            log("device\(device.index) container folder mounted again")
+        }
         if !quiet, faults.chance(configuration.lostState) {
             device.state = try LocalStateStore.inMemory()
             device.engine = try start(device)
@@ -427,7 +441,16 @@ public final class EngineHistory: @unchecked Sendable {
             try kill(device, "while it waited")
         }
         if faults.chance(configuration.closedFolder) { togglePermissions() }
+        if faults.chance(configuration.unmounted) { toggleMount() }
         try runUntilWaiting()
+    }
+
+    /// A device's container folder is unmounted under its engine, or mounted again.
+    func toggleMount() {
+        let device = devices[Int.random(in: 0..<devices.count, using: &faults)]
+        let mounted = device.volume.unmountedFolder != nil
+        device.volume.setUnmounted(mounted ? nil : device.layout.folder.path)
+        log("device\(device.index) container folder \(mounted ? "mounted again" : "unmounted under the engine")")
     }
 
     /// A user takes a folder's permissions away on some device, or gives a folder's back.

@@ -52,8 +52,33 @@ final class SimulatedVolume: @unchecked Sendable {
     /// anything below them; users still can (as another user, or root, would).
     private var closed: Set<String> = []
 
+    /// A folder whose disk is unmounted from the engine's view: in its place an empty folder of another device (the
+    /// mount point), nothing below it. Users still see the disk, as when it is mounted elsewhere meanwhile.
+    private var unmounted: String?
+
     /// The folders whose permissions were taken away.
     var closedFolders: Set<String> { locked { closed } }
+
+    /// The folder unmounted from the engine's view, if any.
+    var unmountedFolder: String? { locked { unmounted } }
+
+    /// Unmounts the disk at `folder` from the engine's view (`nil`: mounts it again).
+    func setUnmounted(_ folder: String?) { locked { unmounted = folder } }
+
+    /// What the engine's disk finds at `path` while a disk is unmounted: the empty mount point's identity for the
+    /// folder itself, `.some(nil)` (nothing) below it, `nil` when `path` is not in it.
+    func mountPoint(_ path: String) -> FileIdentity?? {
+        locked {
+            guard let unmounted else { return nil }
+            if path == unmounted {
+                var identity = FileIdentity(device: device + 1_000_000, inode: 2, size: 0, modified: 0, changed: 0)
+                identity.mode = UInt32(S_IFDIR) | 0o755
+                identity.capturedAt = clock.now
+                return .some(identity)
+            }
+            return path.hasPrefix(unmounted + "/") ? .some(nil) : nil
+        }
+    }
 
     /// Takes the permissions of the folder at `path` away (`open == false`), or gives them back.
     func setPermissions(of path: String, open: Bool) {
@@ -306,9 +331,13 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
         guard isAlive else { throw SimulatedCrash() }
     }
 
-    /// Throws `EACCES` for what a folder whose permissions were taken away keeps from being reached.
+    /// Throws `EACCES` for what a folder whose permissions were taken away keeps from being reached, and `ENOENT`
+    /// for what an unmounted disk held.
     private func reach(_ urls: URL..., itself: Bool = false) throws {
-        for url in urls where !volume.isReachable(url.path, itself: itself) { throw POSIXError(.EACCES) }
+        for url in urls {
+            if case .some(.none) = volume.mountPoint(url.path) { throw POSIXError(.ENOENT) }
+            if !volume.isReachable(url.path, itself: itself) { throw POSIXError(.EACCES) }
+        }
     }
 
     private func changed() throws {
@@ -317,11 +346,13 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
 
     func identity(at url: URL) -> FileIdentity? {
         onCall()
+        if let mounted = volume.mountPoint(url.path) { return isAlive ? mounted : nil }
         return isAlive && volume.isReachable(url.path) ? volume.identity(at: url.path) : nil
     }
 
     func lookUp(_ url: URL) throws -> FileIdentity? {
         try check()
+        if let mounted = volume.mountPoint(url.path) { return mounted }
         try reach(url)
         return volume.identity(at: url.path)
     }
@@ -330,6 +361,7 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
         try check()
         try reach(url, itself: true)
         try beforeAccess(.list)
+        if volume.mountPoint(url.path) != nil { return [] }
         return try volume.children(of: url.path)
     }
 

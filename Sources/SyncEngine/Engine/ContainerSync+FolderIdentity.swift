@@ -30,13 +30,14 @@ extension ContainerSync {
             guard let now, now.device == openedFolder.device, now.inode == openedFolder.inode else {
                 throw ProtocolError(
                     .containerFolderReplaced,
-                    "the folder at \(layout.folder.path) is not the container's folder the engine opened (moved, "
-                        + "made again, or a disk unmounted under it): nothing syncs until it is back, or the engine "
-                        + "is started again on it")
+                    "the folder of \(container) is not the one the engine opened (moved, made again, or a disk "
+                        + "unmounted under it): nothing syncs until it is back, or the engine is started again on it")
             }
         } catch {
             if !needsWholeScan {
-                logger.error("the container's folder cannot be synced", metadata: ["error": "\(error)"])
+                logger.error(
+                    "the container's folder cannot be synced",
+                    metadata: ["error": "\(error)", "folder": "\(layout.folder.path)"])
             }
             needsWholeScan = true
             throw error
