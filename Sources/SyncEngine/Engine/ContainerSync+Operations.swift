@@ -55,6 +55,8 @@ extension ContainerSync {
             if let path = item.observation.synced?.path, disk.exists(layout.url(of: path)) {
                 throw LocalCopyChanged()
             }
+            // And nothing there is a deletion only in the container's own folder, not in an empty one in its place.
+            try checkFolder()
             do {
                 _ = try await service.deleteItem(id, basedOn: basedOn, in: container)
                 try await commit([RecordWrite(removing: id)])

@@ -202,6 +202,8 @@ extension ContainerSync {
             }
             item.observation.local = view
         } else {
+            // Gone, unless the whole folder is another (a disk unmounted under the engine): not a user's deletion.
+            try checkFolder()
             item.observation.local = nil
         }
         if item.observation != old { try store(item) }

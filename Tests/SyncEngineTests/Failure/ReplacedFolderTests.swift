@@ -49,4 +49,34 @@ struct ReplacedFolderTests {
             #expect(pair.documents(on: desktop) == ["a.txt", "added.txt", "b.txt"])
         }
     }
+
+    @Test(
+        "An app's eviction while another folder is in its place is refused, and deletes nothing once the folder is back"
+    )
+    func evictionWhileReplaced() async throws {
+        try await DevicePair.run { pair in
+            let (laptop, desktop) = (pair.laptop, pair.desktop)
+            let a = try ItemPath("Documents/a.txt")
+            try pair.write(Data("a".utf8), to: a, on: laptop)
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+
+            // The folder goes (an empty one in its place), an app asks to evict a file, and the folder comes back
+            // before any round ran.
+            let folder = laptop.layout.folder
+            let aside = folder.deletingLastPathComponent().appendingPathComponent("moved-aside")
+            try FileManager.default.moveItem(at: folder, to: aside)
+            try FileManager.default.createDirectory(
+                at: folder.appendingPathComponent("Documents"), withIntermediateDirectories: true)
+            await #expect(throws: (any Error).self) { try await laptop.evict(a) }
+            try FileManager.default.removeItem(at: folder)
+            try FileManager.default.moveItem(at: aside, to: folder)
+
+            try await laptop.syncOnce(scanning: .paths([]))
+            try await desktop.syncOnce()
+            #expect(pair.read(a, on: desktop) == Data("a".utf8), "deleted on the desktop")
+            #expect(pair.read(a, on: laptop) == Data("a".utf8))
+            #expect(try await laptop.state.record(at: a)?.observation.local != nil)
+        }
+    }
 }
