@@ -136,6 +136,7 @@ final class StaleDisk: LocalDisk, @unchecked Sendable {
         return names
     }
 
+    func coordinationBegins() throws { try disk.coordinationBegins() }
     func createDirectory(at url: URL) throws { try disk.createDirectory(at: url) }
     func removeItem(at url: URL) throws { try disk.removeItem(at: url) }
     func removeEmptyDirectory(at url: URL) -> Bool { disk.removeEmptyDirectory(at: url) }

@@ -344,14 +344,21 @@ final class SimulatedDisk: LocalDisk, @unchecked Sendable {
         try afterChange()
     }
 
+    /// `<folder>/.` is the folder itself (the simulated volume has no symbolic links to follow).
+    private static func itself(_ url: URL) -> URL {
+        url.path.hasSuffix("/.") ? URL(fileURLWithPath: String(url.path.dropLast(2))) : url
+    }
+
     func identity(at url: URL) -> FileIdentity? {
         onCall()
+        let url = Self.itself(url)
         if let mounted = volume.mountPoint(url.path) { return isAlive ? mounted : nil }
         return isAlive && volume.isReachable(url.path) ? volume.identity(at: url.path) : nil
     }
 
     func lookUp(_ url: URL) throws -> FileIdentity? {
         try check()
+        let url = Self.itself(url)
         if let mounted = volume.mountPoint(url.path) { return mounted }
         try reach(url)
         return volume.identity(at: url.path)

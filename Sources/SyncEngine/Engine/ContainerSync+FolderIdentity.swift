@@ -17,8 +17,14 @@ extension ProtocolError.Code {
 extension ContainerSync {
     /// The identity of the container's folder as opened (see ``checkFolder()``).
     static func folderIdentity(of layout: ContainerLayout, on disk: any LocalDisk) throws -> FileIdentity {
-        guard let identity = try disk.lookUp(layout.folder) else { throw POSIXError(.ENOENT) }
+        guard let identity = try disk.lookUp(folderItself(of: layout)) else { throw POSIXError(.ENOENT) }
         return identity
+    }
+
+    /// The container's folder as `<folder>/.`: a folder that is a symbolic link (to a disk mounted elsewhere, say)
+    /// is looked up as the folder it leads to, whose identity changes when that disk does.
+    static func folderItself(of layout: ContainerLayout) -> URL {
+        URL(fileURLWithPath: layout.folder.path + "/.", isDirectory: true)
     }
 
     /// Checks that the container's folder is the one this sync opened.
@@ -26,7 +32,7 @@ extension ContainerSync {
     ///   error when it cannot be looked at. Either way the next round scans the whole container.
     func checkFolder() throws {
         do {
-            let now = try disk.lookUp(layout.folder)
+            let now = try disk.lookUp(Self.folderItself(of: layout))
             guard let now, now.device == openedFolder.device, now.inode == openedFolder.inode else {
                 throw ProtocolError(
                     .containerFolderReplaced,

@@ -2,6 +2,7 @@ import DocumentKit
 import Foundation
 import Testing
 import UbiquityProtocol
+import UbiquityTestSupport
 
 @testable import SyncEngine
 
@@ -78,5 +79,47 @@ struct ReplacedFolderTests {
             #expect(pair.read(a, on: laptop) == Data("a".utf8))
             #expect(try await laptop.state.record(at: a)?.observation.local != nil)
         }
+    }
+
+    @Test("A container folder that is a link to another disk: that disk's folder replaced deletes nothing")
+    func linkedFolderReplaced() async throws {
+        let service = try await LocalService.start()
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ubiquity-linked-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: root) }
+        // The laptop's container folder is a link to a folder on "another disk".
+        let target = root.appendingPathComponent("disk/container", isDirectory: true)
+        let layout = ContainerLayout(root: root.appendingPathComponent("laptop"), container: DevicePair.container)
+        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: layout.folder.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: layout.folder, withDestinationURL: target)
+        func device(_ name: String, _ layout: ContainerLayout) async throws -> ContainerSync {
+            try ContainerSync(
+                layout: layout, client: try await service.signIn(account: "ada", device: name),
+                device: SavingDevice(id: DeviceID(), name: name))
+        }
+        do {
+            let laptop = try await device("laptop", layout)
+            let desktop = try await device(
+                "desktop",
+                ContainerLayout(root: root.appendingPathComponent("desktop"), container: DevicePair.container))
+            defer { laptop.releaseLock(); desktop.releaseLock() }
+            let a = try ItemPath("Documents/a.txt")
+            try Data("a".utf8).write(to: laptop.layout.url(of: a))
+            try await laptop.syncOnce()
+            try await desktop.syncOnce()
+
+            // The folder the link leads to is replaced by an empty one (that disk unmounted, its mount point left).
+            try FileManager.default.moveItem(at: target, to: root.appendingPathComponent("disk/aside"))
+            try FileManager.default.createDirectory(
+                at: target.appendingPathComponent("Documents"), withIntermediateDirectories: true)
+            await #expect(throws: ProtocolError.self) { try await laptop.syncOnce() }
+            try await desktop.syncOnce()
+            #expect((try? Data(contentsOf: desktop.layout.url(of: a))) == Data("a".utf8), "deleted on the desktop")
+        } catch {
+            await service.remove()
+            throw error
+        }
+        await service.remove()
     }
 }
