@@ -33,9 +33,15 @@ extension LocalStateStore {
     }
 
     /// Copies the database file at `path`, and its write-ahead log, to `copy` (and `copy` + `-wal`), as far as they
-    /// can be read: a damaged database kept for a look.
+    /// can be read: a damaged database kept for a look. Only the latest is kept (earlier copies beside it, named
+    /// `<file>.damaged-…`, go first): a disk that keeps damaging the database would otherwise fill up with them.
     static func copy(databaseAt path: String, to copy: URL) {
         let files = FileManager.default
+        let folder = copy.deletingLastPathComponent()
+        let earlier = (path as NSString).lastPathComponent + ".damaged"
+        for name in (try? files.contentsOfDirectory(atPath: folder.path)) ?? [] where name.hasPrefix(earlier) {
+            try? files.removeItem(at: folder.appendingPathComponent(name))
+        }
         try? files.copyItem(atPath: path, toPath: copy.path)
         if files.fileExists(atPath: path + "-wal") {
             try? files.copyItem(atPath: path + "-wal", toPath: copy.path + "-wal")
@@ -54,12 +60,23 @@ struct UnsentWork: Sendable {
 
     init() {}
 
-    /// What `db` holds that was not sent; a table that cannot be read gives nothing.
+    /// What `db` holds that was not sent; a table that cannot be read gives nothing, and a row whose values are
+    /// not of their columns' kinds (damage that still reads) is left out.
     init(readingFrom db: Database) {
+        func text(_ row: Row, _ column: String) -> String? { String.fromDatabaseValue(row[column] as DatabaseValue) }
         let pending = try? Row.fetchAll(db, sql: "SELECT key, value, timestamp FROM key_value WHERE pending = 1")
-        keyValues = (pending ?? []).map { ($0["key"], $0["value"], $0["timestamp"]) }
+        keyValues = (pending ?? []).compactMap { row in
+            let value = row["value"] as DatabaseValue
+            guard let key = text(row, "key"), value.isNull || text(row, "value") != nil,
+                let timestamp = Double.fromDatabaseValue(row["timestamp"] as DatabaseValue)
+            else { return nil }
+            return (key, text(row, "value"), timestamp)
+        }
         let queued = try? Row.fetchAll(db, sql: "SELECT item_id, operation FROM outbox ORDER BY sequence")
-        operations = (queued ?? []).map { ($0["item_id"], $0["operation"]) }
+        operations = (queued ?? []).compactMap { row in
+            guard let item = text(row, "item_id"), let operation = text(row, "operation") else { return nil }
+            return (item, operation)
+        }
     }
 
     /// The database at `path` as far as it opens and reads (none when it does not).

@@ -156,8 +156,16 @@ struct DamagedStateTests {
             KeyValueWrite(key: "size", value: .integer(12), timestamp: Date(timeIntervalSince1970: 7))
         ])
         try store.enqueue([.markResolved(version), .remove(version)], of: id)
+        // Damage that still reads: values not of their columns' kinds are left out, not trusted (nor crashed on).
+        try store.pool.write { db in
+            try db.execute(sql: "INSERT INTO key_value VALUES ('mangled', 'x', 'not a time', 1)")
+            try db.execute(sql: "INSERT INTO outbox (item_id, operation) VALUES ('x', x'00ff')")
+        }
 
-        try store.resetToEmpty(keepingCopyAt: folder.appendingPathComponent("state.sqlite.damaged"))
+        // Reset twice: only the latest copy of the damaged file is kept.
+        try store.resetToEmpty(keepingCopyAt: folder.appendingPathComponent("state.sqlite.damaged-1"))
+        #expect(try store.queuedOperationCount() == 2, "the mangled operation was kept")
+        try store.resetToEmpty(keepingCopyAt: folder.appendingPathComponent("state.sqlite.damaged-2"))
         #expect(try store.items().isEmpty)
         #expect(try store.keyValues() == ["theme": .string("dark")], "a write the service has is learnt from it again")
         let pending = try store.pendingKeyValueWrites()
@@ -166,6 +174,9 @@ struct DamagedStateTests {
         #expect(try store.queuedOperationCount() == 2)
         let first = try #require(try store.nextQueuedOperation())
         #expect(first.item == id && first.operation == .markResolved(version))
-        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("state.sqlite.damaged").path))
+        let copies = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            .filter { $0.hasPrefix("state.sqlite.damaged-") }
+        #expect(copies.contains("state.sqlite.damaged-2"))
+        #expect(copies.allSatisfy { $0.hasPrefix("state.sqlite.damaged-2") }, "\(copies)")
     }
 }

@@ -10,6 +10,17 @@ import UbiquityTestSupport
 /// with its mount point left empty) is not a user deleting everything in it.
 @Suite("A container folder replaced under the engine")
 struct ReplacedFolderTests {
+    /// Moves `folder` aside, beside it, and makes an empty one (with an empty `Documents/`) in its place, as a disk
+    /// unmounted under the engine leaves its mount point. Returns where the folder went.
+    @discardableResult
+    static func replaceWithEmptyFolder(_ folder: URL) throws -> URL {
+        let aside = folder.deletingLastPathComponent().appendingPathComponent("moved-aside")
+        try FileManager.default.moveItem(at: folder, to: aside)
+        try FileManager.default.createDirectory(
+            at: folder.appendingPathComponent("Documents"), withIntermediateDirectories: true)
+        return aside
+    }
+
     @Test(
         "An empty folder in its place deletes nothing, here or on the other device; rounds fail, saying why, until it is back, then it syncs"
     )
@@ -24,10 +35,7 @@ struct ReplacedFolderTests {
             // The folder is moved aside and an empty one made in its place (a disk unmounted under the engine
             // leaves its empty mount point so).
             let folder = laptop.layout.folder
-            let aside = folder.deletingLastPathComponent().appendingPathComponent("moved-aside")
-            try FileManager.default.moveItem(at: folder, to: aside)
-            try FileManager.default.createDirectory(
-                at: folder.appendingPathComponent("Documents"), withIntermediateDirectories: true)
+            let aside = try Self.replaceWithEmptyFolder(folder)
             for scope in [ScanScope.everything, .paths(Set(paths.map(\.string)))] {
                 await #expect(throws: ProtocolError.self) { try await laptop.syncOnce(scanning: scope) }
             }
@@ -65,10 +73,7 @@ struct ReplacedFolderTests {
             // The folder goes (an empty one in its place), an app asks to evict a file, and the folder comes back
             // before any round ran.
             let folder = laptop.layout.folder
-            let aside = folder.deletingLastPathComponent().appendingPathComponent("moved-aside")
-            try FileManager.default.moveItem(at: folder, to: aside)
-            try FileManager.default.createDirectory(
-                at: folder.appendingPathComponent("Documents"), withIntermediateDirectories: true)
+            let aside = try Self.replaceWithEmptyFolder(folder)
             await #expect(throws: (any Error).self) { try await laptop.evict(a) }
             try FileManager.default.removeItem(at: folder)
             try FileManager.default.moveItem(at: aside, to: folder)
@@ -77,7 +82,7 @@ struct ReplacedFolderTests {
             try await desktop.syncOnce()
             #expect(pair.read(a, on: desktop) == Data("a".utf8), "deleted on the desktop")
             #expect(pair.read(a, on: laptop) == Data("a".utf8))
-            #expect(try await laptop.state.record(at: a)?.observation.local != nil)
+            #expect(try laptop.state.record(at: a)?.observation.local != nil)
         }
     }
 
@@ -110,9 +115,7 @@ struct ReplacedFolderTests {
             try await desktop.syncOnce()
 
             // The folder the link leads to is replaced by an empty one (that disk unmounted, its mount point left).
-            try FileManager.default.moveItem(at: target, to: root.appendingPathComponent("disk/aside"))
-            try FileManager.default.createDirectory(
-                at: target.appendingPathComponent("Documents"), withIntermediateDirectories: true)
+            try Self.replaceWithEmptyFolder(target)
             await #expect(throws: ProtocolError.self) { try await laptop.syncOnce() }
             try await desktop.syncOnce()
             #expect((try? Data(contentsOf: desktop.layout.url(of: a))) == Data("a".utf8), "deleted on the desktop")
