@@ -88,7 +88,8 @@ struct EngineRecoveryTests {
             let app = Ubiquity(
                 configuration: UbiquityConfiguration(
                     root: laptop.root, containers: [laptop.container], profile: laptop.profile, engine: .automatic,
-                    pollInterval: .seconds(5), engineWait: .seconds(30), requestTimeout: .seconds(10), logger: logger))
+                    pollInterval: .seconds(5), engineWait: .seconds(30), requestTimeout: .seconds(10), logger: logger,
+                    containerFolders: laptop.containerFolders))
             _ = try await app.containerURL(forIdentifier: nil)
             let query = Self.documentsQuery(app)
             try Data("before".utf8).write(to: desktop.documents.appendingPathComponent("Before.txt"))

@@ -18,6 +18,11 @@ enum ReadmeSample {
         }
     }
 
+    /// The record of container folders set up on the device of `profile`, beside its root.
+    static func register(of profile: DeviceProfile) -> ContainerFolderRegister {
+        ContainerFolderRegister(folder: profile.rootURL.deletingLastPathComponent().appendingPathComponent("register"))
+    }
+
     /// The sample on the device of `profile`; returns the names the query's updates told of once `expected` is
     /// among them, and `madeElsewhere` is called once the query runs.
     @MainActor
@@ -25,9 +30,10 @@ enum ReadmeSample {
         profile: DeviceProfile, expecting expected: String, madeElsewhere: () async throws -> Void
     ) async throws -> (note: URL, told: [String]) {
         // Once, at launch: the app's container, and the device signed in with `ubiquity login`.
-        let ubiquity = Ubiquity(
-            configuration: UbiquityConfiguration(
-                containers: [try ContainerID("TEAM.com.example.notes")], profile: profile))
+        var configuration = UbiquityConfiguration(
+            containers: [try ContainerID("TEAM.com.example.notes")], profile: profile)
+        configuration.containerFolders = register(of: profile)
+        let ubiquity = Ubiquity(configuration: configuration)
         defer { Task { await ubiquity.shutdown() } }
 
         let documents = try await ubiquity.containerURL(forIdentifier: nil)!.appendingPathComponent("Documents")
@@ -98,10 +104,11 @@ struct ReadmeSampleTests {
                 device: SavingDevice(id: DeviceID(), name: device), root: home.appendingPathComponent(device).path)
         }
         let laptop = try await profile("laptop")
+        let desktopProfile = try await profile("desktop")
         let desktop = Ubiquity(
             configuration: UbiquityConfiguration(
-                containers: [try ContainerID("TEAM.com.example.notes")], profile: try await profile("desktop"),
-                engine: .embedded))
+                containers: [try ContainerID("TEAM.com.example.notes")], profile: desktopProfile,
+                engine: .embedded, containerFolders: ReadmeSample.register(of: desktopProfile)))
         let desktopDocuments = try #require(try await desktop.containerURL(forIdentifier: nil))
             .appendingPathComponent("Documents")
 

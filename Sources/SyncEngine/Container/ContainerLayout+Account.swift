@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import UbiquityProtocol
 
 extension ContainerLayout {
     /// The file in `.ubiquity/` naming the account whose data the container folder holds.
@@ -22,10 +23,28 @@ extension ContainerLayout {
     /// there for `key` from an earlier sign-in comes back; a folder naming no account is adopted. Then the folders
     /// are made when missing.
     ///
+    /// A folder `register` records as set up that holds no sync now (its disk not mounted yet, say) is refused, and
+    /// nothing is made: see ``ContainerFolderRegister``. A folder set up here is recorded in `register`.
+    ///
     /// Only the container's engine (the holder of its lock, or the process about to start one) calls this.
     /// - Returns: Whether the folder changed hands (another account's data moved away or this one's brought back).
+    /// - Throws: ``ProtocolError/Code/containerFolderMissing`` for a folder set up before that holds no sync now.
     @discardableResult
-    public func claim(forAccount key: String) throws -> Bool {
+    public func claim(forAccount key: String, register: ContainerFolderRegister = ContainerFolderRegister()) throws
+        -> Bool
+    {
+        guard holdsSync || !register.contains(self) else {
+            throw ProtocolError(
+                .containerFolderMissing,
+                "\(folder.path) was set up on this machine and holds nothing of \(container) now; if its disk is "
+                    + "not mounted yet, mount it")
+        }
+        let changed = try claimFolder(forAccount: key)
+        try register.add(self)
+        return changed
+    }
+
+    private func claimFolder(forAccount key: String) throws -> Bool {
         let manager = FileManager.default
         let owner = (try? String(contentsOf: accountFile, encoding: .utf8))?.trimmingCharacters(
             in: .whitespacesAndNewlines)

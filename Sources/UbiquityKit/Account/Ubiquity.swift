@@ -128,6 +128,19 @@ public final class Ubiquity: Sendable {
         return try await session(for: container).layout.folder
     }
 
+    /// Forgets that a container's folder was set up on this machine, so that the next use sets the container up
+    /// afresh where its folder is gone or holds nothing now — what to do after the user chose to, when opening it
+    /// failed with ``UbiquityError/Code/containerFolderMissing`` (not while its disk is merely not mounted: the
+    /// container would then be downloaded again onto the disk below).
+    /// - Parameter identifier: A container of ``UbiquityConfiguration/containers``; `nil` for the first.
+    /// - Throws: ``UbiquityError/Code/unknownContainer`` for another container; the file system's error.
+    public func forgetContainerFolder(identifier: String?) throws {
+        guard let container = container(identifier) else {
+            throw UbiquityError(.unknownContainer, "\(identifier ?? "no container") is not one of the app's containers")
+        }
+        try configuration.containerFolders.forget(layout(of: container))
+    }
+
     /// The container `identifier` names among the app's (`nil`: the first).
     func container(_ identifier: String?) -> ContainerID? {
         let containers = configuration.containers

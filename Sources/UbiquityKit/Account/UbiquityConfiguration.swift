@@ -44,13 +44,18 @@ public struct UbiquityConfiguration: Sendable {
     public var requestTimeout: Duration
     /// Where UbiquityKit logs.
     public var logger: Logger
+    /// The record of container folders set up on this machine (default: beside the device profiles), by which an
+    /// embedded engine refuses a folder set up before that is gone or holds nothing now — a disk not mounted yet —
+    /// rather than set it up afresh (``UbiquityError/Code/containerFolderMissing``).
+    public var containerFolders: ContainerFolderRegister
 
     /// Creates a configuration; the defaults are documented on each field.
     public init(
         root: URL? = nil, containers: [ContainerID], profile: DeviceProfile?,
         engine: Engine = .automatic, sync: ContainerSync.Configuration = ContainerSync.Configuration(),
         pollInterval: Duration = .seconds(30), engineWait: Duration = .seconds(10),
-        requestTimeout: Duration = .seconds(60), logger: Logger = Logger(label: "ubiquity.kit")
+        requestTimeout: Duration = .seconds(60), logger: Logger = Logger(label: "ubiquity.kit"),
+        containerFolders: ContainerFolderRegister = ContainerFolderRegister()
     ) {
         self.root = (root ?? profile?.rootURL ?? ContainerLayout.defaultRoot).standardizedFileURL
         self.containers = containers
@@ -61,5 +66,6 @@ public struct UbiquityConfiguration: Sendable {
         self.engineWait = engineWait
         self.requestTimeout = requestTimeout
         self.logger = logger
+        self.containerFolders = containerFolders
     }
 }

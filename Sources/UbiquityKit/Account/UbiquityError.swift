@@ -28,6 +28,10 @@ public struct UbiquityError: Error, Hashable, Sendable, CustomStringConvertible,
         /// (``UbiquityConfiguration/Engine/embedded``): use ``UbiquityConfiguration/Engine/automatic`` or
         /// ``UbiquityConfiguration/Engine/external`` to use that engine instead.
         case engineAlreadyRunning
+        /// The container's folder was set up on this machine and is gone or holds nothing of its sync now: its
+        /// disk may not be mounted yet. Nothing is made there until it is back, or until the app calls
+        /// ``Ubiquity/forgetContainerFolder(identifier:)`` to set the container up afresh.
+        case containerFolderMissing
         /// The engine or the service refused the request; the message says why.
         case failed
     }

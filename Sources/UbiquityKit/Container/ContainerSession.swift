@@ -102,7 +102,15 @@ final class ContainerSession: Sendable {
     private static func embedded(
         layout: ContainerLayout, configuration: UbiquityConfiguration, profile: DeviceProfile
     ) throws -> (ContainerSync, ContainerEngine) {
-        try layout.claim(forAccount: ContainerLayout.accountKey(server: profile.server, account: profile.account))
+        do {
+            try layout.claim(
+                forAccount: ContainerLayout.accountKey(server: profile.server, account: profile.account),
+                register: configuration.containerFolders)
+        } catch let error as ProtocolError where error.code == .containerFolderMissing {
+            throw UbiquityError(
+                .containerFolderMissing,
+                error.message + " (or set the container up afresh there: `Ubiquity.forgetContainerFolder`)")
+        }
         let milliseconds =
             configuration.requestTimeout.components.seconds * 1000
             + configuration.requestTimeout.components.attoseconds / 1_000_000_000_000_000

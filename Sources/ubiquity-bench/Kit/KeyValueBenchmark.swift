@@ -25,7 +25,9 @@ enum KeyValueBenchmark {
                             profile: DeviceProfile(
                                 server: bench.server.base, account: "bench", token: client.token ?? "",
                                 device: saving),
-                            engine: .embedded, pollInterval: .seconds(3600), logger: SyncBench.logger)))
+                            engine: .embedded, pollInterval: .seconds(3600), logger: SyncBench.logger,
+                            containerFolders: ContainerFolderRegister(
+                                folder: bench.roots.appendingPathComponent("register", isDirectory: true)))))
             }
             do {
                 try await measure(devices[0], devices[1])

@@ -22,17 +22,28 @@ struct DeviceOptions: ParsableArguments {
         return ContainerLayout(root: root, container: try ContainerID(container))
     }
 
-    /// The signed-in profile and the sync of `container` with it (its folders made when missing).
+    /// The signed-in profile and the sync of `container` with it (its folders made when missing; `afresh`, even
+    /// where a folder set up before is gone or holds nothing now).
     func sync(
         _ container: String, configuration: ContainerSync.Configuration = ContainerSync.Configuration(),
-        logger: Logger = Logger(label: "ubiquity.sync")
+        afresh: Bool = false, logger: Logger = Logger(label: "ubiquity.sync")
     ) throws -> (
         ContainerSync, DeviceProfile
     ) {
         let profile = try DeviceProfile.load(profile)
         let layout = try layout(container)
-        // The folder holds the signed-in account's data only: another account's is kept aside.
-        try layout.claim(forAccount: ContainerLayout.accountKey(server: profile.server, account: profile.account))
+        let register = ContainerFolderRegister()
+        if afresh { try register.forget(layout) }
+        // The folder holds the signed-in account's data only: another account's is kept aside. A folder set up
+        // before that holds nothing now (a disk not mounted yet) is refused, not set up afresh.
+        do {
+            try layout.claim(
+                forAccount: ContainerLayout.accountKey(server: profile.server, account: profile.account),
+                register: register)
+        } catch var error as ProtocolError where error.code == .containerFolderMissing {
+            error.message += " (or set the container up afresh there: `ubiquity sync --afresh`)"
+            throw error
+        }
         let sync = try ContainerSync(
             layout: layout,
             client: ServiceClient(baseURL: profile.server, token: profile.token, timeout: .seconds(requestTimeout)),
@@ -171,6 +182,11 @@ struct SyncCommand: AsyncParsableCommand {
     @Option(help: "The container, such as TEAM.com.example.grocery.") var container: String
     @OptionGroup var options: DeviceOptions
     @Flag(help: "Run one sync round and exit.") var once = false
+    @Flag(
+        help: ArgumentHelp(
+            "Set the container up afresh where a folder set up before is gone or holds nothing of it now.",
+            discussion: "Without it such a folder is refused: its disk may not be mounted yet."))
+    var afresh = false
     @Option(help: "Items up to this many bytes download as soon as they are heard of; larger ones on demand.")
     var eagerDownloadLimit: Int64 = 1 << 20
     @Option(
@@ -199,7 +215,7 @@ struct SyncCommand: AsyncParsableCommand {
         logger.logLevel = .info
         let (sync, profile) = try options.sync(
             container, configuration: ContainerSync.Configuration(eagerDownloadLimit: eagerDownloadLimit),
-            logger: logger)
+            afresh: afresh, logger: logger)
         let layout = sync.layout
         if once {
             await sync.clearTemporaryFiles()

@@ -98,7 +98,8 @@ struct AccountTransitionTests {
                 configuration: UbiquityConfiguration(
                     root: folder.appendingPathComponent("root", isDirectory: true),
                     containers: [try ContainerID("TEAM.com.example.grocery")], profile: ada, engine: .embedded,
-                    pollInterval: .seconds(5), requestTimeout: .seconds(30), logger: logger))
+                    pollInterval: .seconds(5), requestTimeout: .seconds(30), logger: logger,
+                    containerFolders: ContainerFolderRegister(folder: folder.appendingPathComponent("register"))))
             do {
                 try await body(ubiquity, ada, bob, folder)
             } catch {

@@ -303,7 +303,8 @@ final class BookDevice {
                 // Short: the engine's socket lives under the root, and a socket's path has at most 107 bytes.
                 root: folder.appendingPathComponent(name, isDirectory: true),
                 containers: [try ContainerID("TEAM.com.example.grocery")], profile: profile,
-                engine: .embedded, pollInterval: .seconds(5), requestTimeout: .seconds(30), logger: logger))
+                engine: .embedded, pollInterval: .seconds(5), requestTimeout: .seconds(30), logger: logger,
+                containerFolders: ContainerFolderRegister(folder: folder.appendingPathComponent("\(name)-register"))))
         let documents = folder.appendingPathComponent("\(name)-documents", isDirectory: true)
         try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: true)
         delegate = BookAppDelegate(ubiquity: ubiquity, documents: documents)

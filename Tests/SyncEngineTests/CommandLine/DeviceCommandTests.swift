@@ -219,6 +219,74 @@ struct DeviceCommandTests {
         #expect(sync.output.contains("cannot reach the service at \(refused): connection refused"), "\(sync.output)")
     }
 
+    @Test(
+        "A container folder set up before and gone now (its disk not mounted yet) is refused and nothing is made; once back it syncs; --afresh sets it up again"
+    )
+    func missingFolderIsRefused() async throws {
+        let service = try await LocalService.start()
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "ubiquity-cli-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: home) }
+        _ = try await ServiceClient(baseURL: service.baseURL).register(name: "ada", password: "correct horse")
+        let container = "TEAM.com.example.grocery"
+        var options: [String: [String]] = [:]
+        for device in ["laptop", "desktop"] {
+            let login = try await ubiquity(
+                ["login", "--server", service.baseURL, "--account", "ada", "--device", device, "--profile", device],
+                input: "correct horse\n", home: home)
+            #expect(login.status == 0, "login: \(login.output)")
+            let root = home.appendingPathComponent("\(device)-disk/ubiquity").path
+            options[device] = ["--container", container, "--profile", device, "--root", root]
+        }
+        func sync(_ device: String, _ extra: [String] = []) async throws -> Run {
+            try await ubiquity(["sync", "--once"] + extra + options[device, default: []], home: home)
+        }
+        let laptop = home.appendingPathComponent("laptop-disk/ubiquity/\(container)/Documents")
+        let desktopDisk = home.appendingPathComponent("desktop-disk")
+        let desktop = desktopDisk.appendingPathComponent("ubiquity/\(container)/Documents")
+        try FileManager.default.createDirectory(at: laptop, withIntermediateDirectories: true)
+        try Data("milk".utf8).write(to: laptop.appendingPathComponent("List.txt"))
+        for device in ["laptop", "desktop"] {
+            let run = try await sync(device)
+            #expect(run.status == 0, "sync on the \(device): \(run.output)")
+        }
+        #expect(try Data(contentsOf: desktop.appendingPathComponent("List.txt")) == Data("milk".utf8))
+
+        // The desktop's disk is not mounted: its mount point is there, empty. Commands that would start the
+        // container's engine are refused, saying why, and make nothing there.
+        let unmounted = home.appendingPathComponent("unmounted")
+        try FileManager.default.moveItem(at: desktopDisk, to: unmounted)
+        try FileManager.default.createDirectory(at: desktopDisk, withIntermediateDirectories: true)
+        let refused = try await sync("desktop")
+        #expect(refused.status != 0)
+        #expect(refused.output.contains("holds nothing of \(container) now"), "\(refused.output)")
+        #expect(refused.output.contains("--afresh"), "\(refused.output)")
+        let listing = try await ubiquity(["ls"] + options["desktop", default: []], home: home)
+        #expect(listing.status != 0, "\(listing.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: desktopDisk.path).isEmpty, "made on the disk below")
+
+        // Meanwhile the laptop adds a file. The disk is mounted: the desktop syncs as before, losing nothing.
+        try Data("eggs".utf8).write(to: laptop.appendingPathComponent("Eggs.txt"))
+        #expect(try await sync("laptop").status == 0)
+        try FileManager.default.removeItem(at: desktopDisk)
+        try FileManager.default.moveItem(at: unmounted, to: desktopDisk)
+        let mounted = try await sync("desktop")
+        #expect(mounted.status == 0, "\(mounted.output)")
+        for (name, text) in [("List.txt", "milk"), ("Eggs.txt", "eggs")] {
+            #expect(try Data(contentsOf: desktop.appendingPathComponent(name)) == Data(text.utf8), "\(name)")
+        }
+
+        // The user deletes the desktop's container folder: refused too, until set up afresh on purpose.
+        try FileManager.default.removeItem(at: desktop.deletingLastPathComponent())
+        #expect(try await sync("desktop").status != 0)
+        let afresh = try await sync("desktop", ["--afresh"])
+        #expect(afresh.status == 0, "\(afresh.output)")
+        #expect(try Data(contentsOf: desktop.appendingPathComponent("List.txt")) == Data("milk".utf8))
+        #expect(try await sync("desktop").status == 0, "set up afresh, and recorded again")
+        #expect(try await sync("laptop").status == 0)
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: laptop.path)) == ["Eggs.txt", "List.txt"])
+    }
+
     /// Starts the built `ubiquity` with `arguments` in the background, in the test's own config and data folders.
     private static func start(_ arguments: [String], home: URL) throws -> ChildProcess {
         let own = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")

@@ -68,7 +68,15 @@ final class TestDevice: Sendable {
                 root: root, containers: [container], profile: profile,
                 engine: mode == .external ? .external : .embedded,
                 sync: ContainerSync.Configuration(eagerDownloadLimit: eagerDownloadLimit), pollInterval: .seconds(5),
-                engineWait: .seconds(30), requestTimeout: .seconds(10), logger: logger))
+                engineWait: .seconds(30), requestTimeout: .seconds(10), logger: logger,
+                containerFolders: Self.containerFolders(config: config)))
+    }
+
+    /// The record of container folders set up on the device, which its `ubiquity sync` keeps too.
+    var containerFolders: ContainerFolderRegister { Self.containerFolders(config: config) }
+
+    private static func containerFolders(config: URL) -> ContainerFolderRegister {
+        ContainerFolderRegister(folder: config.appendingPathComponent("ubiquity/containers", isDirectory: true))
     }
 
     /// The container folder, once its engine is there.

@@ -82,7 +82,8 @@ struct FileVersionInputTests {
             device: SavingDevice(id: DeviceID(), name: "laptop"))
         let ubiquity = Ubiquity(
             configuration: UbiquityConfiguration(
-                root: root, containers: [container], profile: profile, engine: .embedded))
+                root: root, containers: [container], profile: profile, engine: .embedded,
+                containerFolders: ContainerFolderRegister(folder: root.appendingPathComponent("register"))))
         let url = ContainerLayout(root: root, container: container).documents.appendingPathComponent("List.txt")
         #expect(FileVersion.currentVersionOfItem(at: url) == nil)
         #expect(FileVersion.otherVersionsOfItem(at: url) == nil)
