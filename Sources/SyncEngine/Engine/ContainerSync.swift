@@ -97,6 +97,8 @@ public actor ContainerSync {
     /// Uploads and downloads under way, by item: read without waiting for the engine, which may be busy with a long
     /// round (an app opening the container asks for them).
     nonisolated let transfers = Mutex<[ItemID: ItemTransfer]>([:])
+    /// How the rounds have gone (``health()``).
+    nonisolated let rounds = Mutex(SyncHealth())
     /// Downloads under way, by the name of their partial file: a second request for the same content waits for the
     /// first instead of writing the same file.
     var downloads: [String: Task<URL, any Error>] = [:]
@@ -179,6 +181,10 @@ public actor ContainerSync {
     /// The uploads and downloads under way, by item.
     public nonisolated func currentTransfers() -> [ItemID: ItemTransfer] { transfers.withLock { $0 } }
 
+    /// How the rounds have gone since this sync was opened: when one last ended in step, and why they fail while
+    /// they do.
+    public nonisolated func health() -> SyncHealth { rounds.withLock { $0 } }
+
     /// What the engine does from now on, as it happens, for as long as the stream is iterated.
     public nonisolated func events() -> AsyncStream<SyncEvent> { hub.stream() }
 
@@ -200,8 +206,13 @@ public actor ContainerSync {
                     try await self.resetDamagedState(after: error)
                     try await self.runRound(.everything)
                 }
+                self.rounds.withLock { $0 = $0.after(roundEndedAt: Date(), failing: nil) }
                 self.hub.send(.roundEnded(failure: nil))
             } catch {
+                // A round cancelled (the engine stopping) did not fail.
+                if !(error is CancellationError) {
+                    self.rounds.withLock { $0 = $0.after(roundEndedAt: Date(), failing: error) }
+                }
                 self.hub.send(.roundEnded(failure: String(describing: error)))
                 throw error
             }

@@ -18,6 +18,7 @@ import UbiquityProtocol
 /// {"id":10,"op":"keyValues"}
 /// {"id":11,"op":"setKeyValues","puts":{"sortOrder":{"type":"string","value":"name"}},"removes":["old"]}
 /// {"id":7,"op":"syncNow"}
+/// {"id":15,"op":"health"}
 /// {"id":8,"op":"subscribe"}
 /// ```
 ///
@@ -59,6 +60,8 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         case setKeyValues([String: PropertyListValue], removing: Set<String>)
         /// Run a sync round now and answer when it is over (``ContainerSync/syncOnce()``).
         case syncNow
+        /// How the rounds have gone (``ContainerSync/health()``).
+        case health
         /// From the answer on, push every ``SyncEvent`` to this connection as it happens.
         case subscribe
     }
@@ -111,6 +114,7 @@ public struct EngineRequest: Hashable, Sendable, Codable {
                 try container.decodeIfPresent([String: PropertyListValue].self, forKey: .puts) ?? [:],
                 removing: try container.decodeIfPresent(Set<String>.self, forKey: .removes) ?? [])
         case "syncNow": operation = .syncNow
+        case "health": operation = .health
         case "subscribe": operation = .subscribe
         default: throw ProtocolError(.malformedRequest, "unknown operation \"\(name.prefix(100))\"")
         }
@@ -122,7 +126,7 @@ public struct EngineRequest: Hashable, Sendable, Codable {
         try container.encode(id, forKey: .id)
         try container.encode(operation.name, forKey: .op)
         switch operation {
-        case .items, .transfers, .syncNow, .subscribe, .keyValues: break
+        case .items, .transfers, .syncNow, .health, .subscribe, .keyValues: break
         case .setKeyValues(let puts, let removes):
             try container.encode(puts, forKey: .puts)
             try container.encode(removes.sorted(), forKey: .removes)
@@ -163,6 +167,7 @@ extension EngineRequest.Operation {
         case .keyValues: "keyValues"
         case .setKeyValues: "setKeyValues"
         case .syncNow: "syncNow"
+        case .health: "health"
         case .subscribe: "subscribe"
         }
     }

@@ -10,6 +10,7 @@ import UbiquityProtocol
 /// {"id":2,"result":"item","item":{…}}
 /// {"id":5,"result":"versions","current":"<version id>","versions":[…]}
 /// {"id":3,"result":"done"}
+/// {"id":6,"result":"health","health":{"lastSucceeded":1796000000000}}
 /// {"id":9,"result":"error","error":{"code":"pathComponentDot","message":"…"}}
 /// ```
 ///
@@ -31,6 +32,8 @@ public struct EngineResponse: Hashable, Sendable, Codable {
         case file(String)
         /// The key-value store as the device sees it (answers ``EngineRequest/Operation/keyValues``).
         case keyValues([String: PropertyListValue])
+        /// How the rounds have gone (answers ``EngineRequest/Operation/health``).
+        case health(SyncHealth)
         /// The request was carried out (download, evict, resolve, syncNow, subscribe).
         case done
         /// The request failed, or could not be read; nothing was done.
@@ -49,7 +52,7 @@ public struct EngineResponse: Hashable, Sendable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case id, result, items, transfers, item, current, versions, error, path, values
+        case id, result, items, transfers, item, current, versions, error, path, values, health
     }
 
     /// Decodes a response.
@@ -70,6 +73,7 @@ public struct EngineResponse: Hashable, Sendable, Codable {
         case "file": outcome = .file(try container.decode(String.self, forKey: .path))
         case "keyValues":
             outcome = .keyValues(try container.decode([String: PropertyListValue].self, forKey: .values))
+        case "health": outcome = .health(try container.decode(SyncHealth.self, forKey: .health))
         case "done": outcome = .done
         case "error": outcome = .failure(try container.decode(ProtocolError.self, forKey: .error))
         default: throw ProtocolError(.malformedRequest, "unknown result \"\(name.prefix(100))\"")
@@ -117,6 +121,9 @@ public struct EngineResponse: Hashable, Sendable, Codable {
         case .keyValues(let values):
             try container.encode("keyValues", forKey: .result)
             try container.encode(values, forKey: .values)
+        case .health(let health):
+            try container.encode("health", forKey: .result)
+            try container.encode(health, forKey: .health)
         case .done:
             try container.encode("done", forKey: .result)
         case .failure(let error):

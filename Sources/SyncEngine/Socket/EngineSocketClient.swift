@@ -192,6 +192,12 @@ public final class EngineSocketClient: Sendable {
         try await done(.syncNow)
     }
 
+    /// How the engine's rounds have gone: when one last ended in step, and why they fail while they do.
+    public func health() async throws -> SyncHealth {
+        guard case .health(let health) = try await send(.health) else { throw unexpected(.health) }
+        return health
+    }
+
     private func done(_ operation: EngineRequest.Operation) async throws {
         guard case .done = try await send(operation) else { throw unexpected(operation) }
     }

@@ -53,6 +53,8 @@ extension EngineSocketServer {
                 try await sync.setKeyValues(puts, removing: removes)
             case .syncNow:
                 try await sync.syncOnce()
+            case .health:
+                return .health(sync.health())
             case .subscribe:
                 break
             }

@@ -21,17 +21,26 @@ struct StatusCommand: AsyncParsableCommand {
         }
         print("container:  \(layout.container) in \(layout.folder.path)")
         var transfers: [ItemID: ItemTransfer] = [:]
+        var health: SyncHealth?
         if FileManager.default.fileExists(atPath: layout.socket.path),
             let client = try? await EngineSocketClient.connect(to: layout)
         {
             transfers = (try? await client.items().transfers) ?? [:]
+            health = try? await client.health()
             await client.close()
             print("engine:     running (`ubiquity sync` or an app), reached over \(layout.socket.path)")
         } else {
             print("engine:     not running; start it with `ubiquity sync --container \(container)`")
         }
+        if let health { Self.show(health) }
         guard FileManager.default.fileExists(atPath: layout.stateDatabase.path) else {
-            print("items:      none yet: the container has never synced on this device")
+            if ContainerFolderRegister().contains(layout) {
+                print(
+                    "folder:     set up on this device, and holds nothing of the container now: is its disk mounted? "
+                        + "(`ubiquity sync --afresh` sets it up again there)")
+            } else {
+                print("items:      none yet: the container has never synced on this device")
+            }
             return
         }
         let state = try LocalStateStore(url: layout.stateDatabase)
@@ -57,8 +66,25 @@ struct StatusCommand: AsyncParsableCommand {
         }
         let queued = try state.queuedOperationCount()
         if queued > 0 { print("queued:     \(queued) version changes waiting for the service") }
-        if waiting.isEmpty && conflicts.isEmpty && failed.isEmpty && transfers.isEmpty && queued == 0 {
+        if waiting.isEmpty && conflicts.isEmpty && failed.isEmpty && transfers.isEmpty && queued == 0
+            && health?.failure == nil
+        {
             print("in step:    nothing waits to sync")
+        }
+    }
+
+    /// How the running engine's rounds have gone.
+    private static func show(_ health: SyncHealth) {
+        if let failure = health.failure {
+            let rounds = failure.rounds == 1 ? "1 round" : "\(failure.rounds) rounds in a row"
+            print("sync:       failing since \(failure.since.formatted(.iso8601)) (\(rounds)): \(failure.message)")
+            if let last = health.lastSucceeded {
+                print("            last in step at \(last.formatted(.iso8601))")
+            }
+        } else if let last = health.lastSucceeded {
+            print("sync:       last in step at \(last.formatted(.iso8601))")
+        } else {
+            print("sync:       the first round is under way")
         }
     }
 }

@@ -121,7 +121,9 @@ struct DeviceCommandTests {
         await service.remove()
     }
 
-    @Test("With `ubiquity sync` running, download and evict from another process go through its engine's socket")
+    @Test(
+        "With `ubiquity sync` running, download and evict from another process go through its engine's socket, and status tells how its rounds go"
+    )
     func commandsReachTheRunningEngine() async throws {
         let service = try await LocalService.start()
         let home = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -182,8 +184,21 @@ struct DeviceCommandTests {
         #expect(evicted.status == 0, "evict: \(evicted.output)")
         #expect(!FileManager.default.fileExists(atPath: layout.url(of: path).path))
         #expect(try await running.item(at: path)?.isPlaceholder == true)
-        await running.close()
+
+        // `status` asks the running engine how its rounds went: in step, then failing once the service is gone
+        // (a state database with nothing waiting says nothing of that).
+        try await running.syncNow()
+        let healthy = try await ubiquity(["status"] + arguments, home: home)
+        #expect(healthy.output.contains("sync:       last in step at "), "\(healthy.output)")
+        #expect(healthy.output.contains("in step:    nothing waits to sync"), "\(healthy.output)")
         await service.remove()
+        await #expect(throws: (any Error).self) { try await running.syncNow() }
+        let failing = try await ubiquity(["status"] + arguments, home: home)
+        #expect(failing.output.contains("sync:       failing since "), "\(failing.output)")
+        #expect(failing.output.contains("cannot reach the service at "), "\(failing.output)")
+        #expect(failing.output.contains("last in step at "), "\(failing.output)")
+        #expect(!failing.output.contains("in step:"), "\(failing.output)")
+        await running.close()
     }
 
     @Test("A command that cannot reach the service says so plainly: its address and why")
