@@ -67,7 +67,7 @@ public struct ContainerFolderRegister: Hashable, Sendable {
 extension ContainerLayout {
     /// Whether the folder holds a container's sync: its account or its state database (a folder set up before
     /// accounts were recorded has only the latter).
-    var holdsSync: Bool {
+    public var holdsSync: Bool {
         FileManager.default.fileExists(atPath: accountFile.path)
             || FileManager.default.fileExists(atPath: stateDatabase.path)
     }

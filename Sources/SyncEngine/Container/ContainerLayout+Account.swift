@@ -24,7 +24,9 @@ extension ContainerLayout {
     /// are made when missing.
     ///
     /// A folder `register` records as set up that holds no sync now (its disk not mounted yet, say) is refused, and
-    /// nothing is made: see ``ContainerFolderRegister``. A folder set up here is recorded in `register`.
+    /// nothing is made: see ``ContainerFolderRegister``. A folder set up here is recorded in `register`; a register
+    /// that cannot be written (a read-only configuration folder) does not stop the start, but leaves the folder
+    /// unprotected.
     ///
     /// Only the container's engine (the holder of its lock, or the process about to start one) calls this.
     /// - Returns: Whether the folder changed hands (another account's data moved away or this one's brought back).
@@ -39,12 +41,12 @@ extension ContainerLayout {
                 "\(folder.path) was set up on this machine and holds nothing of \(container) now; if its disk is "
                     + "not mounted yet, mount it")
         }
-        let changed = try claimFolder(forAccount: key)
-        try register.add(self)
+        let changed = try claimFolder(forAccount: key, register: register)
+        try? register.add(self)
         return changed
     }
 
-    private func claimFolder(forAccount key: String) throws -> Bool {
+    private func claimFolder(forAccount key: String, register: ContainerFolderRegister) throws -> Bool {
         let manager = FileManager.default
         let owner = (try? String(contentsOf: accountFile, encoding: .utf8))?.trimmingCharacters(
             in: .whitespacesAndNewlines)
@@ -54,7 +56,10 @@ extension ContainerLayout {
         }
         var changed = false
         if let owner, !owner.isEmpty, manager.fileExists(atPath: folder.path) {
-            // Another account's folder: kept aside, never deleted. (A folder naming no account is adopted.)
+            // Another account's folder: kept aside, never deleted. (A folder naming no account is adopted.) The
+            // record goes first: a start cut short after the move, before this account's folder is in place, must
+            // not be refused as a folder gone missing.
+            try register.forget(self)
             let name = owner.count <= 64 && owner.allSatisfy(\.isHexDigit) ? owner : "unknown"
             let aside = signedOutAccounts.appendingPathComponent(name, isDirectory: true)
             try manager.createDirectory(at: aside, withIntermediateDirectories: true)

@@ -135,7 +135,9 @@ public actor ContainerSync {
     var grouped = GroupedWrites()
 
     /// Opens the container (creating its folders and state database when missing) and takes its engine lock, held
-    /// until ``releaseLock()``: one engine per container on the machine.
+    /// until ``releaseLock()``: one engine per container on the machine. A sync started for a signed-in device
+    /// claims the folder first (``ContainerLayout/claim(forAccount:register:)``, as `ubiquity sync` and UbiquityKit
+    /// do), which refuses a folder set up before that is gone or empty now rather than have this make it afresh.
     /// - Throws: ``ProtocolError/Code/engineAlreadyRunning`` when another engine has the container open (in this
     ///   process or another); the file system's and the state database's errors.
     /// - Parameters:
@@ -209,8 +211,9 @@ public actor ContainerSync {
                 self.rounds.withLock { $0 = $0.after(roundEndedAt: Date(), failing: nil) }
                 self.hub.send(.roundEnded(failure: nil))
             } catch {
-                // A round cancelled (the engine stopping) did not fail.
-                if !(error is CancellationError) {
+                // A round cancelled (the engine stopping, an app's call given up) did not fail, whatever error its
+                // request under way ended with.
+                if !(error is CancellationError), !Task.isCancelled {
                     self.rounds.withLock { $0 = $0.after(roundEndedAt: Date(), failing: error) }
                 }
                 self.hub.send(.roundEnded(failure: String(describing: error)))

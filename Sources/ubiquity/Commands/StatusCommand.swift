@@ -33,14 +33,14 @@ struct StatusCommand: AsyncParsableCommand {
             print("engine:     not running; start it with `ubiquity sync --container \(container)`")
         }
         if let health { Self.show(health) }
+        if !layout.holdsSync, ContainerFolderRegister().contains(layout) {
+            print(
+                "folder:     set up on this device, and holds nothing of the container now: is its disk mounted? "
+                    + "(`ubiquity sync --afresh` sets it up again there)")
+            return
+        }
         guard FileManager.default.fileExists(atPath: layout.stateDatabase.path) else {
-            if ContainerFolderRegister().contains(layout) {
-                print(
-                    "folder:     set up on this device, and holds nothing of the container now: is its disk mounted? "
-                        + "(`ubiquity sync --afresh` sets it up again there)")
-            } else {
-                print("items:      none yet: the container has never synced on this device")
-            }
+            print("items:      none yet: the container has never synced on this device")
             return
         }
         let state = try LocalStateStore(url: layout.stateDatabase)
@@ -67,7 +67,7 @@ struct StatusCommand: AsyncParsableCommand {
         let queued = try state.queuedOperationCount()
         if queued > 0 { print("queued:     \(queued) version changes waiting for the service") }
         if waiting.isEmpty && conflicts.isEmpty && failed.isEmpty && transfers.isEmpty && queued == 0
-            && health?.failure == nil
+            && health.map({ $0.failure == nil && $0.lastSucceeded != nil }) ?? true
         {
             print("in step:    nothing waits to sync")
         }

@@ -276,8 +276,10 @@ struct DeviceCommandTests {
         #expect(refused.status != 0)
         #expect(refused.output.contains("holds nothing of \(container) now"), "\(refused.output)")
         #expect(refused.output.contains("--afresh"), "\(refused.output)")
-        let listing = try await ubiquity(["ls"] + options["desktop", default: []], home: home)
-        #expect(listing.status != 0, "\(listing.output)")
+        let values = try await ubiquity(["kv", "get"] + options["desktop", default: []], home: home)
+        #expect(values.status != 0, "\(values.output)")
+        let status = try await ubiquity(["status"] + options["desktop", default: []], home: home)
+        #expect(status.output.contains("is its disk mounted?"), "\(status.output)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: desktopDisk.path).isEmpty, "made on the disk below")
 
         // Meanwhile the laptop adds a file. The disk is mounted: the desktop syncs as before, losing nothing.
