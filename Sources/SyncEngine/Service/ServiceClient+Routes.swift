@@ -144,13 +144,10 @@ extension ServiceClient {
 
     /// Uploads one chunk's bytes under their hash.
     public func uploadChunk(_ bytes: ByteBuffer, hash: ChunkHash, in container: ContainerID) async throws {
-        var request = HTTPClientRequest(url: baseURL + Self.path(container, "chunks/\(hash)"))
-        request.method = .PUT
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        request.headers.add(name: "Content-Type", value: "application/octet-stream")
-        request.body = .bytes(bytes)
-        let response = try await http.execute(request, timeout: timeout)
-        try Self.check(response.status, try await response.body.collect(upTo: 1 << 20))
+        _ = try await send(
+            request(
+                .PUT, Self.path(container, "chunks/\(hash)"), body: bytes, contentType: "application/octet-stream"),
+            limit: 1 << 20)
     }
 
     /// Uploads several chunks in one request (a ``ChunkBatch``); the service stores them all, or none if one does
@@ -162,13 +159,9 @@ extension ServiceClient {
             body.writeBytes(ChunkBatch.header(hash, size: bytes.readableBytes))
             body.writeImmutableBuffer(bytes)
         }
-        var request = HTTPClientRequest(url: baseURL + Self.path(container, "chunks"))
-        request.method = .POST
-        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
-        request.headers.add(name: "Content-Type", value: ChunkBatch.contentType)
-        request.body = .bytes(body)
-        let response = try await http.execute(request, timeout: timeout)
-        try Self.check(response.status, try await response.body.collect(upTo: 1 << 20))
+        _ = try await send(
+            request(.POST, Self.path(container, "chunks"), body: body, contentType: ChunkBatch.contentType),
+            limit: 1 << 20)
     }
 
     /// Downloads several chunks (at most ``ChunkFetchRequest/maximumChunks``) in one request; a chunk the account
@@ -202,11 +195,13 @@ extension ServiceClient {
         _ hash: ChunkHash, in container: ContainerID, into receive: (ByteBuffer) throws -> Void
     ) async throws {
         let response = try await execute(.GET, Self.path(container, "chunks/\(hash)"))
-        guard response.status == .ok else {
-            try Self.check(response.status, try await response.body.collect(upTo: 1 << 20))
-            return
+        try await ServiceUnreachableError.wrapping(url: baseURL) {
+            guard response.status == .ok else {
+                try Self.check(response.status, try await response.body.collect(upTo: 1 << 20))
+                return
+            }
+            for try await piece in response.body { try receive(piece) }
         }
-        for try await piece in response.body { try receive(piece) }
     }
 
     // MARK: Change feed and key-value store

@@ -67,11 +67,18 @@ public struct ServiceClient: Sendable {
     func send(
         _ method: HTTPMethod, _ path: String, body: ByteBuffer? = nil, limit: Int = 64 << 20
     ) async throws -> ByteBuffer {
-        let response = try await execute(method, path, body: body)
-        let bytes = try await ServiceUnreachableError.wrapping(url: baseURL) {
-            try await response.body.collect(upTo: limit)
+        try await send(request(method, path, body: body), limit: limit)
+    }
+
+    /// Sends `request` and returns the body of a successful answer (at most `limit` bytes). Every request goes
+    /// through here or ``execute(_:_:body:)``, so that a service that cannot be reached reads the same whatever the
+    /// route: ``ServiceUnreachableError``, which the engine takes for being offline.
+    func send(_ request: HTTPClientRequest, limit: Int = 64 << 20) async throws -> ByteBuffer {
+        let (status, bytes) = try await ServiceUnreachableError.wrapping(url: baseURL) {
+            let response = try await http.execute(request, timeout: timeout)
+            return (response.status, try await response.body.collect(upTo: limit))
         }
-        try Self.check(response.status, bytes)
+        try Self.check(status, bytes)
         return bytes
     }
 
@@ -90,18 +97,27 @@ public struct ServiceClient: Sendable {
         return try WireJSONDecoder().decode(type, from: Data(bytes.readableBytesView))
     }
 
-    /// Sends a request and returns the response with its body unread (for streaming).
+    /// Sends a request and returns the response with its body unread (for streaming: read it through
+    /// ``ServiceUnreachableError/wrapping(url:_:)`` too).
     func execute(_ method: HTTPMethod, _ path: String, body: ByteBuffer? = nil) async throws -> HTTPClientResponse {
+        let request = request(method, path, body: body)
+        return try await ServiceUnreachableError.wrapping(url: baseURL) {
+            try await http.execute(request, timeout: timeout)
+        }
+    }
+
+    /// A request to `path` of the service, signed with the token; `body` is JSON unless `contentType` says otherwise.
+    func request(
+        _ method: HTTPMethod, _ path: String, body: ByteBuffer? = nil, contentType: String = "application/json"
+    ) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
         if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "Content-Type", value: contentType)
             request.body = .bytes(body)
         }
-        return try await ServiceUnreachableError.wrapping(url: baseURL) {
-            try await http.execute(request, timeout: timeout)
-        }
+        return request
     }
 
     /// Throws the service's error for an unsuccessful answer.

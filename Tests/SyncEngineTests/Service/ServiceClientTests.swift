@@ -6,6 +6,10 @@ import Testing
 import UbiquityProtocol
 import UbiquityTestSupport
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @Suite("Service client and push client against a live service")
 struct ServiceClientTests {
     static let container = try! ContainerID("TEAM.com.example.grocery")
@@ -58,6 +62,38 @@ struct ServiceClientTests {
             throw error
         }
         await service.remove()
+    }
+
+    @Test("A service that cannot be reached reads the same from every route: unreachable, at its address, and why")
+    func unreachableFromEveryRoute() async throws {
+        let (socket, port) = try Loopback.refusingPort()
+        defer { close(socket) }
+        let address = "http://127.0.0.1:\(port)"
+        let client = ServiceClient(baseURL: address, token: "a token", timeout: .seconds(10))
+        let content = ByteBuffer(string: "milk, eggs")
+        let hash = try ChunkHash(digest: SHA256.hash(data: content.readableBytesView))
+        let chunk = ChunkReference(hash: hash, size: Int64(content.readableBytes))
+        let container = Self.container
+        let routes: [(String, () async throws -> Void)] = [
+            ("missing chunks", { _ = try await client.missingChunks([chunk], in: container) }),
+            ("one chunk up", { try await client.uploadChunk(content, hash: hash, in: container) }),
+            ("chunks up", { try await client.uploadChunks([(hash, content)], in: container) }),
+            ("chunks down", { _ = try await client.downloadChunks([chunk], in: container) }),
+            ("one chunk down", { try await client.downloadChunk(hash, in: container) { _ in } }),
+            ("feed", { _ = try await client.changes(in: container, since: nil) }),
+            ("key-value store", { _ = try await client.keyValues(in: container, since: nil) }),
+            ("item", { _ = try await client.item(ItemID(), in: container) }),
+        ]
+        for (route, request) in routes {
+            do {
+                try await request()
+                Issue.record("\(route): answered")
+            } catch let error as ServiceUnreachableError {
+                #expect(error.description == "cannot reach the service at \(address): connection refused", "\(route)")
+            } catch {
+                Issue.record("\(route): \(error)")
+            }
+        }
     }
 
     @Test("The push client connects, hears another device's commit, and reconnects after the service restarts")
