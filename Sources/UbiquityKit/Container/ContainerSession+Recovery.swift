@@ -12,6 +12,7 @@ extension ContainerSession {
         guard isExternal else { return nil }
         logger.notice(
             "the container's engine ended; reaching the next one", metadata: ["container": "\(layout.container)"])
+        var told: String?
         while !Task.isCancelled, !running.withLock({ $0.closed }) {
             do {
                 let (connection, engine) = try await Self.engine(
@@ -22,7 +23,13 @@ extension ContainerSession {
                 try await catchUp()
                 return events
             } catch {
-                logger.notice("no engine to reach yet", metadata: ["error": "\(error)"])
+                // Said once for each new reason: tries come ten times a second, for as long as, say, the folder's
+                // disk is away.
+                let reason = "\(error)"
+                if reason != told {
+                    logger.notice("no engine to reach yet", metadata: ["error": "\(reason)"])
+                    told = reason
+                }
                 // Polling for the next engine: nothing reports when one appears.
                 guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return nil }
             }
