@@ -113,10 +113,14 @@ public struct ContainerEngine: Service {
                 group.addTask {
                     for await event in push.events() {
                         switch event {
-                        case .connected, .message(.changed), .message(.keyValueChanged): trigger.yield()
+                        case .connected:
+                            sync.notePush(failing: nil)
+                            trigger.yield()
+                        case .message(.changed), .message(.keyValueChanged): trigger.yield()
                         case .message(.draft(_, let item, let version, let count)):
                             await sync.draftGrew(item, version: version, count: count)
                         case .disconnected(let reason, let retryIn):
+                            sync.notePush(failing: reason)
                             logger.notice(
                                 "push connection lost; polling until it is back",
                                 metadata: ["reason": "\(reason)", "retry in": "\(retryIn)"])

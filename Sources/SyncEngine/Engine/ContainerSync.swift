@@ -187,6 +187,11 @@ public actor ContainerSync {
     /// they do.
     public nonisolated func health() -> SyncHealth { rounds.withLock { $0 } }
 
+    /// Notes that the push connection came up (`reason` `nil`) or failed, for ``health()``.
+    public nonisolated func notePush(failing reason: String?) {
+        rounds.withLock { $0 = $0.after(pushAt: Date(), failing: reason) }
+    }
+
     /// What the engine does from now on, as it happens, for as long as the stream is iterated.
     public nonisolated func events() -> AsyncStream<SyncEvent> { hub.stream() }
 

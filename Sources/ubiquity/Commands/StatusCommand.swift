@@ -86,5 +86,14 @@ struct StatusCommand: AsyncParsableCommand {
         } else {
             print("sync:       the first round is under way")
         }
+        if let push = health.push {
+            if push.connected {
+                print("push:       connected since \(push.since.formatted(.iso8601))")
+            } else {
+                print(
+                    "push:       not connected since \(push.since.formatted(.iso8601))\(push.reason.map { ": \($0)" } ?? ""); "
+                        + "changes are found by polling meanwhile")
+            }
+        }
     }
 }

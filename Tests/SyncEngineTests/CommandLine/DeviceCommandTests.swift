@@ -185,20 +185,36 @@ struct DeviceCommandTests {
         #expect(!FileManager.default.fileExists(atPath: layout.url(of: path).path))
         #expect(try await running.item(at: path)?.isPlaceholder == true)
 
-        // `status` asks the running engine how its rounds went: in step, then failing once the service is gone
-        // (a state database with nothing waiting says nothing of that).
+        // `status` asks the running engine how its rounds went and whether it hears pushes: in step, then failing
+        // once the service is gone (a state database with nothing waiting says nothing of that).
         try await running.syncNow()
+        #expect(await Self.health(of: running) { $0.push?.connected == true } != nil, "push never came up")
         let healthy = try await ubiquity(["status"] + arguments, home: home)
         #expect(healthy.output.contains("sync:       last in step at "), "\(healthy.output)")
+        #expect(healthy.output.contains("push:       connected since "), "\(healthy.output)")
         #expect(healthy.output.contains("in step:    nothing waits to sync"), "\(healthy.output)")
         await service.remove()
         await #expect(throws: (any Error).self) { try await running.syncNow() }
+        #expect(await Self.health(of: running) { $0.push?.connected == false } != nil, "push never went down")
         let failing = try await ubiquity(["status"] + arguments, home: home)
         #expect(failing.output.contains("sync:       failing since "), "\(failing.output)")
         #expect(failing.output.contains("cannot reach the service at "), "\(failing.output)")
         #expect(failing.output.contains("last in step at "), "\(failing.output)")
+        #expect(failing.output.contains("push:       not connected since "), "\(failing.output)")
         #expect(!failing.output.contains("in step:"), "\(failing.output)")
         await running.close()
+    }
+
+    /// The running engine's health once `condition` holds of it (as the engine reports it; 30 s at most).
+    private static func health(
+        of engine: EngineSocketClient, until condition: (SyncHealth) -> Bool
+    ) async -> SyncHealth? {
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let health = try? await engine.health(), condition(health) { return health }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
     }
 
     @Test("A command that cannot reach the service says so plainly: its address and why")

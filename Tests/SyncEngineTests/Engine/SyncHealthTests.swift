@@ -35,4 +35,26 @@ struct SyncHealthTests {
         health = health.after(roundEndedAt: start + 12, failing: nil)
         #expect(health == SyncHealth(lastSucceeded: start + 12))
     }
+
+    @Test("Push: down since the first failure, whatever the later reasons; up since it came up; kept across rounds")
+    func push() throws {
+        let start = Date(timeIntervalSince1970: 1_796_000_000)
+        var health = SyncHealth().after(pushAt: start, failing: nil)
+        #expect(health.push == SyncHealth.Push(connected: true, since: start))
+        health = health.after(roundEndedAt: start + 1, failing: nil)
+        health = health.after(roundEndedAt: start + 2, failing: POSIXError(.EIO))
+        #expect(health.push == SyncHealth.Push(connected: true, since: start), "a round forgot the push")
+
+        health = health.after(pushAt: start + 3, failing: "connection refused")
+        health = health.after(pushAt: start + 5, failing: "the service refused the upgrade: 400")
+        #expect(
+            health.push
+                == SyncHealth.Push(connected: false, since: start + 3, reason: "the service refused the upgrade: 400"))
+        let wire = try JSONEncoder().encode(health)
+        #expect(try JSONDecoder().decode(SyncHealth.self, from: wire) == health)
+
+        health = health.after(pushAt: start + 9, failing: nil)
+        #expect(health.push == SyncHealth.Push(connected: true, since: start + 9))
+        #expect(health.failure?.rounds == 1 && health.lastSucceeded == start + 1)
+    }
 }
