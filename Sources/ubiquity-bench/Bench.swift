@@ -2,6 +2,10 @@ import ArgumentParser
 import Foundation
 import SyncEngine
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Ubiquity's benchmarks. Run in release mode: `swift run -c release ubiquity-bench <name>`.
 ///
 /// Each figure is printed as one JSON object on its own line (see ``BenchOutput``), measured against a baseline taken
@@ -37,6 +41,9 @@ struct Bench: AsyncParsableCommand {
     var uncheckedRemoval = false
 
     mutating func run() async throws {
+        // A reader that stops early (`| head`) must not end the run by SIGPIPE before it stops what it started
+        // (Syncthing's processes, an engine in a child process): printing to a closed pipe then fails quietly.
+        signal(SIGPIPE, SIG_IGN)
         if name == "list" {
             for benchmark in Benchmark.all { print(benchmark.name) }
             return

@@ -8,7 +8,8 @@ enum BenchOutput {
             ("bench", quoted(bench)), ("case", quoted(name)), ("metric", quoted(metric)), ("value", "\(rounded)"),
         ]
         let line = "{" + fields.map { "\(quoted($0)):\($1)" }.joined(separator: ",") + "}\n"
-        FileHandle.standardOutput.write(Data(line.utf8))
+        // A reader gone (`| head`) is no reason to stop: the run goes on to stop what it started.
+        try? FileHandle.standardOutput.write(contentsOf: Data(line.utf8))
     }
 
     /// The 50th, 90th and 99th percentiles of `samples` in milliseconds, as `<metric>_p50_ms` and the others.

@@ -39,7 +39,7 @@ enum EngineSimulationBenchmark {
                 failures.append(failure)
             }
             if trace {
-                FileHandle.standardOutput.write(Data(history.trace.map { $0 + "\n" }.joined().utf8))
+                try? FileHandle.standardOutput.write(contentsOf: Data(history.trace.map { $0 + "\n" }.joined().utf8))
             }
         }
         let seconds = Measure.microseconds(ContinuousClock.now - start) / 1_000_000
