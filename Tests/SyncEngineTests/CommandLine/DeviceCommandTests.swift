@@ -212,6 +212,8 @@ struct DeviceCommandTests {
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             if let health = try? await engine.health(), condition(health) { return health }
+            // Asked again, not awaited: the push connection's coming up or going down is no event of the engine's
+            // socket (only its state is), and the test asserts on that state, never on time having passed.
             try? await Task.sleep(for: .milliseconds(20))
         }
         return nil
