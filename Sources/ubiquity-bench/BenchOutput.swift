@@ -51,6 +51,14 @@ enum Measure {
         let (seconds, attoseconds) = duration.components
         return Double(seconds) * 1_000_000 + Double(attoseconds) / 1_000_000_000_000
     }
+
+    /// The CPU this process has used so far, in milliseconds: in its own code and in the kernel on its behalf.
+    static func processCPU() -> (user: Double, system: Double) {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return (0, 0) }
+        func milliseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1000 + Double(time.tv_usec) / 1000 }
+        return (milliseconds(usage.ru_utime), milliseconds(usage.ru_stime))
+    }
 }
 
 /// Bytes that do not compress or deduplicate: SplitMix64 output from `seed`.

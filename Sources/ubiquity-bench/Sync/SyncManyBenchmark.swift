@@ -23,6 +23,10 @@ enum SyncManyBenchmark {
         try await SyncBench.run(in: scratch) { bench in
             let deviceA = try await bench.device("A")
             let deviceB = try await bench.device("B")
+            if ProcessInfo.processInfo.environment["UBIQUITY_BENCH_MANY_APART"] == "1" {
+                try await apart(bench, from: deviceA, to: deviceB)
+                return
+            }
             try await SyncBench.withEngines([deviceA, deviceB]) {
                 ours = try await many(bench, from: deviceA, to: deviceB)
             }
@@ -105,6 +109,7 @@ enum SyncManyBenchmark {
         let commitsBefore = bench.commits
         let requestsBefore = bench.figure("ubiquity_http_requests_total")
         let arrival = target.documents.appendingPathComponent("Many", isDirectory: true)
+        let cpuBefore = Measure.processCPU()
         let landed = ContinuousClock.now
         guard rename(staged.path, source.documents.appendingPathComponent("Many").path) == 0 else {
             throw BenchError("the tree could not be moved into A's Documents/")
@@ -119,6 +124,7 @@ enum SyncManyBenchmark {
             if uploaded == nil, bench.commits - commitsBefore >= sent { uploaded = ContinuousClock.now - landed }
         }
         let total = ContinuousClock.now - landed
+        let cpuAfter = Measure.processCPU()
         try check(expected, in: arrival, by: "Ubiquity")
         let seconds = Measure.microseconds(total) / 1_000_000
         BenchOutput.figure(bench: name, case: label, metric: "seconds", value: seconds)
@@ -129,6 +135,13 @@ enum SyncManyBenchmark {
                 bench: name, case: label, metric: "seconds_until_a_sent_all",
                 value: Measure.microseconds(uploaded) / 1_000_000)
         }
+        // Both engines and the service run in this process: its CPU is the whole cost of carrying the files.
+        BenchOutput.figure(
+            bench: name, case: label, metric: "cpu_user_ms_per_file",
+            value: (cpuAfter.user - cpuBefore.user) / Double(count))
+        BenchOutput.figure(
+            bench: name, case: label, metric: "cpu_system_ms_per_file",
+            value: (cpuAfter.system - cpuBefore.system) / Double(count))
         BenchOutput.figure(
             bench: name, case: label, metric: "service_commits_per_file",
             value: (bench.commits - commitsBefore) / Double(count))
@@ -137,6 +150,45 @@ enum SyncManyBenchmark {
             value: (bench.figure("ubiquity_http_requests_total") - requestsBefore) / Double(count))
         BenchOutput.figure(bench: name, case: label, metric: "target_files_per_s", value: 2000)
         return seconds
+    }
+
+    /// Where the time goes (`UBIQUITY_BENCH_MANY_APART=1`): A's engine alone until the service has every file, then
+    /// B's alone (started afresh, catching up from the feed) until it has every file; the files per second and the
+    /// process's CPU a file of each half. The two halves share the two cores when both engines run.
+    static func apart(_ bench: SyncBench, from source: BenchDevice, to target: BenchDevice) async throws {
+        let count = files
+        let staged = source.staging.appendingPathComponent("Many", isDirectory: true)
+        let expected = try writeTree(at: staged)
+        let commitsBefore = bench.commits
+        let sent = Double(count + min(count, folders))
+        func figures(_ half: String, since start: ContinuousClock.Instant, cpu: (user: Double, system: Double)) {
+            let seconds = Measure.microseconds(ContinuousClock.now - start) / 1_000_000
+            let after = Measure.processCPU()
+            BenchOutput.figure(
+                bench: name, case: label, metric: "\(half)_alone_files_per_s", value: Double(count) / seconds)
+            BenchOutput.figure(
+                bench: name, case: label, metric: "\(half)_alone_cpu_ms_per_file",
+                value: (after.user + after.system - cpu.user - cpu.system) / Double(count))
+        }
+        try await SyncBench.withEngines([source]) {
+            let cpu = Measure.processCPU()
+            let start = ContinuousClock.now
+            guard rename(staged.path, source.documents.appendingPathComponent("Many").path) == 0 else {
+                throw BenchError("the tree could not be moved into A's Documents/")
+            }
+            try await Measure.poll(every: .milliseconds(200), for: .seconds(1800)) {
+                bench.commits - commitsBefore >= sent
+            }
+            figures("a", since: start, cpu: cpu)
+        }
+        let arrival = target.documents.appendingPathComponent("Many", isDirectory: true)
+        try await SyncBench.withEngines([target]) {
+            let cpu = Measure.processCPU()
+            let start = ContinuousClock.now
+            try await awaitArrival(of: expected, in: arrival)
+            figures("b", since: start, cpu: cpu)
+        }
+        try check(expected, in: arrival, by: "Ubiquity")
     }
 
     /// How many files are in the folders of `folder`; hidden ones (a transfer's temporary file) are not counted.
