@@ -11,8 +11,8 @@ import UbiquityProtocol
 /// its one account, each with its own container root, running real engines.
 struct SyncBench {
     let server: BenchServer
-    /// Where the devices' container roots are: a short path in the system's temporary directory, since the engine's
-    /// socket (`<root>/<container>/.ubiquity/…/engine.sock`) must fit a unix socket address (107 bytes).
+    /// Where the devices' container roots are: a short path in `TMPDIR` (`/tmp` when unset), since the engine's socket
+    /// (`<root>/<container>/.ubiquity/…/engine.sock`) must fit a unix socket address (107 bytes).
     let roots: URL
 
     /// The engines' logger: errors only, so the figures stay readable (`UBIQUITY_BENCH_LOG=debug` for more).
@@ -25,7 +25,8 @@ struct SyncBench {
 
     /// Starts the service with its data in `scratch/service`.
     static func start(in scratch: URL) async throws -> SyncBench {
-        let roots = URL(fileURLWithPath: "/tmp", isDirectory: true).appendingPathComponent(
+        let temporary = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let roots = URL(fileURLWithPath: temporary, isDirectory: true).appendingPathComponent(
             "ubq-\(UUID().uuidString.prefix(8).lowercased())", isDirectory: true)
         try FileManager.default.createDirectory(at: roots, withIntermediateDirectories: true)
         return SyncBench(
