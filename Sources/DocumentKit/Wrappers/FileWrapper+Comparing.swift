@@ -30,7 +30,9 @@ extension FileWrapper {
                 let names = try? FileManager.default.contentsOfDirectory(atPath: url.path),
                 Set(names) == Set(children.keys)
             else { return true }
-            return children.contains { $0.value.needsToBeUpdated(from: url.appendingPathComponent($0.key)) }
+            return children.contains {
+                $0.value.needsToBeUpdated(from: url.appendingPathComponent($0.key, isDirectory: false))
+            }
         }
     }
 

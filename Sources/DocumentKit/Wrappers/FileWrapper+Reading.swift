@@ -85,7 +85,7 @@ extension FileWrapper {
             }
             if name == "." || name == ".." { continue }
             try MemberName.validate(name, in: url)
-            let childURL = url.appendingPathComponent(name)
+            let childURL = url.appendingPathComponent(name, isDirectory: false)
             let child = FileWrapper(node: try readNode(at: childURL), name: name)
             children[name] = child
         }

@@ -15,7 +15,7 @@ extension FileWrapper {
             let path = origin.url.standardizedFileURL.path
             guard path == oldPath || path.hasPrefix(oldPath + "/") else { continue }
             let relative = path.dropFirst(oldPath.count).split(separator: "/").map(String.init)
-            let moved = relative.reduce(newRoot) { $0.appendingPathComponent($1) }
+            let moved = relative.reduce(newRoot) { $0.appendingPathComponent($1, isDirectory: false) }
             let candidate = FileOrigin(url: moved, identity: origin.identity, recordedAt: origin.recordedAt)
             wrapper.origin = Self.settledOrigin(of: candidate)
         }

@@ -75,7 +75,7 @@ extension FileWrapper {
         }
 
         func finalURL(_ relativePath: [String]) -> URL {
-            relativePath.reduce(finalRoot) { $0.appendingPathComponent($1) }
+            relativePath.reduce(finalRoot) { $0.appendingPathComponent($1, isDirectory: false) }
         }
     }
 
@@ -105,7 +105,7 @@ extension FileWrapper {
             }
             for (key, child) in children {
                 try MemberName.validate(key, in: url)
-                try child.validateTree(at: url.appendingPathComponent(key), ancestors: &ancestors)
+                try child.validateTree(at: url.appendingPathComponent(key, isDirectory: false), ancestors: &ancestors)
             }
             ancestors.remove(ObjectIdentifier(self))
         }
@@ -133,7 +133,7 @@ extension FileWrapper {
             guard mkdir(location.path, 0o777) == 0 else { throw .posix(.writeFailed, "mkdir", url: location) }
             for (key, child) in children.sorted(by: { $0.key < $1.key }) {
                 try child.writeItem(
-                    at: location.appendingPathComponent(key),
+                    at: location.appendingPathComponent(key, isDirectory: false),
                     relativePath: relativePath + [key],
                     context: context
                 )
@@ -168,7 +168,7 @@ extension FileWrapper {
         guard let originals = context.originals, let origin, !attributesChanged,
             case .regularFile(let contents) = storage
         else { return nil }
-        var candidates = [relativePath.reduce(originals) { $0.appendingPathComponent($1) }]
+        var candidates = [relativePath.reduce(originals) { $0.appendingPathComponent($1, isDirectory: false) }]
         if origin.url.path != candidates[0].path, origin.url.path.hasPrefix(originals.path + "/") {
             candidates.append(origin.url)
         }

@@ -137,7 +137,7 @@ package enum SafeFileWriter {
             } catch {
                 throw FileWrapperError(code: .writeFailed, message: "cannot list", url: url, underlyingError: error)
             }
-            for name in names { try synchronizeTree(at: url.appendingPathComponent(name)) }
+            for name in names { try synchronizeTree(at: url.appendingPathComponent(name, isDirectory: false)) }
         }
         try synchronizeItem(at: url)
     }
@@ -147,7 +147,7 @@ package enum SafeFileWriter {
         let name = String(destination.lastPathComponent.prefix(180))
         let random = UInt64.random(in: 0...UInt64.max)
         let hex = String(random, radix: 16)
-        return destination.deletingLastPathComponent().appendingPathComponent(".\(name).\(hex).tmp")
+        return destination.deletingLastPathComponent().appendingPathComponent(".\(name).\(hex).tmp", isDirectory: false)
     }
 
     /// Deletes the temporary siblings of `destination` that saves killed mid-way left behind. Call only while no
@@ -161,7 +161,7 @@ package enum SafeFileWriter {
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
             let hex = name.dropFirst(prefix.count).dropLast(4)
             guard !hex.isEmpty, hex.allSatisfy(\.isHexDigit) else { continue }
-            removeTree(at: directory.appendingPathComponent(name))
+            removeTree(at: directory.appendingPathComponent(name, isDirectory: false))
             removed += 1
         }
         return removed

@@ -41,7 +41,7 @@ enum Compaction {
             let files = (try? FileManager.default.contentsOfDirectory(atPath: deviceFolder.path)) ?? []
             for file in files where sequence(ofFile: file)?.isBaseline == true {
                 do {
-                    let bytes = try LogImport.read(deviceFolder.appendingPathComponent(file))
+                    let bytes = try LogImport.read(deviceFolder.appendingPathComponent(file, isDirectory: false))
                     let baseline = try Baseline(decoding: bytes)
                     guard baseline.device == device, baseline.sequence == sequence(ofFile: file)?.sequence else {
                         throw RecordStoreError(
@@ -86,7 +86,7 @@ enum Compaction {
         }
         // Written only when it changed: each write reaches every other device, whose import it starts.
         // Of the other devices only: what this store holds of its own logs no one asks, and it moves with every save.
-        let progressFile = own.appendingPathComponent(progressFileName)
+        let progressFile = own.appendingPathComponent(progressFileName, isDirectory: false)
         var others = coverage
         others[store.database.replica] = nil
         let progress = progress(others)
@@ -108,7 +108,9 @@ enum Compaction {
         let wroteBaseline = saved >= baselineSequence + UInt64(max(threshold, 1))
         if wroteBaseline {
             let baseline = try store.database.read { access in try access.baseline() }
-            try write(baseline.encoded(), to: own.appendingPathComponent(baselineFileName(baseline.sequence)))
+            try write(
+                baseline.encoded(),
+                to: own.appendingPathComponent(baselineFileName(baseline.sequence), isDirectory: false))
             baselineSequence = baseline.sequence
             memory.newestBaseline = baselineSequence
         }

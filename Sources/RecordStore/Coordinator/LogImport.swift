@@ -80,7 +80,7 @@ enum LogImport {
                 try Set(candidates.filter { try access.hasApplied(device: device, sequence: $0.0) }.map(\.0))
             }
             for (sequence, file) in candidates where !applied.contains(sequence) {
-                let url = deviceFolder.appendingPathComponent(file)
+                let url = deviceFolder.appendingPathComponent(file, isDirectory: false)
                 do {
                     let header = try TransactionLog.unverifiedHeader(
                         prefix: read(url, upTo: TransactionLog.headerPrefixSize))

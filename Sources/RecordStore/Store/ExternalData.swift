@@ -32,11 +32,12 @@ struct ExternalData: Sendable {
     /// Keeps `data` in its file (written once: the name is its content's hash) and returns the column's reference.
     func store(_ data: Data) throws(RecordStoreError) -> String {
         let hash = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
-        let file = folder.appendingPathComponent(hash)
+        let file = folder.appendingPathComponent(hash, isDirectory: false)
         if FileManager.default.fileExists(atPath: file.path) { return Self.referencePrefix + hash }
         do {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-            let temporary = folder.appendingPathComponent(".\(hash).\(UUID().uuidString.prefix(8)).tmp")
+            let temporary = folder.appendingPathComponent(
+                ".\(hash).\(UUID().uuidString.prefix(8)).tmp", isDirectory: false)
             guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
                 throw RecordStoreError(.storeFailed, "cannot create \(temporary.path)")
             }
@@ -69,7 +70,7 @@ struct ExternalData: Sendable {
         guard hash.count == 64, hash.allSatisfy(\.isHexDigit) else {
             throw RecordStoreError(.storeFailed, "\(property) refers to \(String(reflecting: reference)), not a file")
         }
-        let file = folder.appendingPathComponent(hash)
+        let file = folder.appendingPathComponent(hash, isDirectory: false)
         guard let data = FileManager.default.contents(atPath: file.path) else {
             throw RecordStoreError(.storeFailed, "\(property)'s value is missing: \(file.path) cannot be read")
         }
@@ -92,7 +93,7 @@ struct ExternalData: Sendable {
                 }
                 guard !used else { continue }
                 let hash = String(reference.dropFirst(Self.referencePrefix.count))
-                try? FileManager.default.removeItem(at: folder.appendingPathComponent(hash))
+                try? FileManager.default.removeItem(at: folder.appendingPathComponent(hash, isDirectory: false))
             }
         })
     }

@@ -256,7 +256,7 @@ final class RecordDatabase: Sendable {
             guard parts.count == 4, UInt64(parts[0]) != nil, parts[1] == "log", !parts[2].isEmpty,
                 parts[2].allSatisfy(\.isHexDigit)
             else { continue }
-            SafeFileWriter.removeTree(at: folder.appendingPathComponent(name))
+            SafeFileWriter.removeTree(at: folder.appendingPathComponent(name, isDirectory: false))
         }
     }
 
@@ -304,7 +304,7 @@ final class RecordDatabase: Sendable {
                     if export.rewritesAll { return index + 1 }
                     continue
                 }
-                let destination = folder.appendingPathComponent(Self.logFileName(sequence))
+                let destination = folder.appendingPathComponent(Self.logFileName(sequence), isDirectory: false)
                 // Already there whole (the outbox keeps logs until they are flushed): flushed with the others, not
                 // written again, which would look like a change to the engine and to every other device.
                 if export.rewritesAll || FileManager.default.contents(atPath: destination.path) != bytes {

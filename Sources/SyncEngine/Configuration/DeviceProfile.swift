@@ -52,7 +52,7 @@ public struct DeviceProfile: Hashable, Sendable, Codable {
         guard !name.isEmpty, name.count <= 64, !name.contains("/"), !name.hasPrefix("."), !name.contains("\0") else {
             throw ProtocolError(.malformedRequest, "profile names are plain names such as \"laptop\"")
         }
-        return folder.appendingPathComponent(name + ".json")
+        return folder.appendingPathComponent(name + ".json", isDirectory: false)
     }
 
     /// Reads profile `name`.
@@ -73,7 +73,7 @@ public struct DeviceProfile: Hashable, Sendable, Codable {
         let url = try Self.url(of: name, in: folder)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(name).json.tmp")
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(name).json.tmp", isDirectory: false)
         guard
             FileManager.default.createFile(
                 atPath: temporary.path, contents: try encoder.encode(self), attributes: [.posixPermissions: 0o600])

@@ -40,7 +40,8 @@ public struct ContainerFolderRegister: Hashable, Sendable {
     func record(of layout: ContainerLayout) -> URL {
         let path = layout.folder.standardizedFileURL.path
         let digest = SHA256.hash(data: Data(path.utf8))
-        return folder.appendingPathComponent(digest.prefix(16).map { String(format: "%02x", $0) }.joined())
+        return folder.appendingPathComponent(
+            digest.prefix(16).map { String(format: "%02x", $0) }.joined(), isDirectory: false)
     }
 
     /// Whether `layout`'s folder was set up on this machine (and not forgotten since).

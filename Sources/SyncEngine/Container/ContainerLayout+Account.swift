@@ -4,7 +4,7 @@ import UbiquityProtocol
 
 extension ContainerLayout {
     /// The file in `.ubiquity/` naming the account whose data the container folder holds.
-    public var accountFile: URL { privateFolder.appendingPathComponent("account") }
+    public var accountFile: URL { privateFolder.appendingPathComponent("account", isDirectory: false) }
 
     /// Where the folders of accounts signed out of this machine are kept: `<root>/.accounts/<account key>/`.
     public var signedOutAccounts: URL {
@@ -70,7 +70,8 @@ extension ContainerLayout {
             try manager.moveItem(at: folder, to: target)
             changed = true
         }
-        let kept = signedOutAccounts.appendingPathComponent(key).appendingPathComponent(container.string)
+        let kept = signedOutAccounts.appendingPathComponent(key, isDirectory: true).appendingPathComponent(
+            container.string, isDirectory: true)
         if !manager.fileExists(atPath: folder.path), manager.fileExists(atPath: kept.path) {
             try manager.moveItem(at: kept, to: folder)
             changed = true

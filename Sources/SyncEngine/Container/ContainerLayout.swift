@@ -41,7 +41,7 @@ public struct ContainerLayout: Hashable, Sendable {
     /// `.ubiquity/`.
     public let privateFolder: URL
     /// The local state database.
-    public var stateDatabase: URL { privateFolder.appendingPathComponent("state.sqlite") }
+    public var stateDatabase: URL { privateFolder.appendingPathComponent("state.sqlite", isDirectory: false) }
     /// The chunk cache.
     public var chunkCache: URL { privateFolder.appendingPathComponent("chunks", isDirectory: true) }
     /// Downloaded other versions.
@@ -49,9 +49,9 @@ public struct ContainerLayout: Hashable, Sendable {
     /// Downloads being assembled.
     public let temporary: URL
     /// The engine's lock file.
-    public var lockFile: URL { privateFolder.appendingPathComponent("engine.lock") }
+    public var lockFile: URL { privateFolder.appendingPathComponent("engine.lock", isDirectory: false) }
     /// The engine's socket.
-    public var socket: URL { privateFolder.appendingPathComponent("engine.sock") }
+    public var socket: URL { privateFolder.appendingPathComponent("engine.sock", isDirectory: false) }
 
     /// The file URL of an item path.
     public func url(of path: ItemPath) -> URL {

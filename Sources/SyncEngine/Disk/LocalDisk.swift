@@ -123,7 +123,7 @@ extension LocalDisk {
             for name in names.sorted() {
                 let path = relative.isEmpty ? name : relative + "/" + name
                 found.append(path)
-                let member = folder.appendingPathComponent(name)
+                let member = folder.appendingPathComponent(name, isDirectory: false)
                 if isDirectory(member) { try walk(member, path) }
             }
         }

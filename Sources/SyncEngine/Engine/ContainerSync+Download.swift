@@ -34,7 +34,8 @@ extension ContainerSync {
         }
         for (id, version) in before where after[id] == nil {
             try? disk.removeItem(
-                at: layout.versions.appendingPathComponent(item.id.string).appendingPathComponent(id.string))
+                at: layout.versions.appendingPathComponent(item.id.string, isDirectory: true).appendingPathComponent(
+                    id.string, isDirectory: true))
             hub.send(.versionLost(item.id, item.path, version))
             FileCoordinator.announce(.lost(Self.presented(version)), ofItemAt: url)
         }
@@ -62,8 +63,9 @@ extension ContainerSync {
             throw ProtocolError(.itemNotFound, "no item at \(path) in container \(container)")
         }
         if item.baseVersion == versionID, !item.isPlaceholder, try isUnmodified(item) { return layout.url(of: path) }
-        let folder = layout.versions.appendingPathComponent(item.id.string).appendingPathComponent(versionID.string)
-        let copy = folder.appendingPathComponent(path.name)
+        let folder = layout.versions.appendingPathComponent(item.id.string, isDirectory: true).appendingPathComponent(
+            versionID.string, isDirectory: true)
+        let copy = folder.appendingPathComponent(path.name, isDirectory: false)
         if disk.exists(copy) { return copy }
         var version = try state.otherVersions(of: item.id).first { $0.id == versionID }
         if version == nil {
@@ -102,14 +104,15 @@ extension ContainerSync {
         defer { downloads[name] = nil }
         let partial = try await task.value
         // Handed over under a name of its own: the partial name is free for the next download of this content.
-        let handed = layout.temporary.appendingPathComponent(newIdentifier().uuidString.lowercased())
+        let handed = layout.temporary.appendingPathComponent(
+            newIdentifier().uuidString.lowercased(), isDirectory: false)
         try disk.moveItem(at: partial, to: handed)
         partialFiles?.remove(name)
         return handed
     }
 
     private func assemble(_ version: VersionRecord, of item: LocalItem, named name: String) async throws -> URL {
-        let temporary = layout.temporary.appendingPathComponent(name)
+        let temporary = layout.temporary.appendingPathComponent(name, isDirectory: false)
         // What a fetch of the version's draft wrote in order is taken as it is, once the fetch has stopped.
         let trusted = await stopPrefetch(named: name)
         // Partial downloads of other versions of this item are of no more use.
@@ -139,7 +142,7 @@ extension ContainerSync {
             if let found = disk.identity(at: temporary), !found.isDirectory { try disk.removeItem(at: temporary) }
             try disk.createDirectory(at: temporary)
             for entry in entries {
-                let member = temporary.appendingPathComponent(entry.path.string)
+                let member = temporary.appendingPathComponent(entry.path.string, isDirectory: false)
                 if entry.kind == .directory {
                     try disk.createDirectory(at: member)
                 } else {
@@ -323,7 +326,10 @@ extension ContainerSync {
         of chunk: ChunkReference, at locations: [LocalChunkLocation], folder: URL, disk: any LocalDisk
     ) -> Data? {
         for location in locations where Int64(location.size) == chunk.size {
-            guard let file = try? disk.openFileForReading(at: folder.appendingPathComponent(location.file)) else {
+            guard
+                let file = try? disk.openFileForReading(
+                    at: folder.appendingPathComponent(location.file, isDirectory: false))
+            else {
                 continue
             }
             if let bytes = file.read(at: location.offset, count: location.size),

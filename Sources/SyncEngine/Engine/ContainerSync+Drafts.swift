@@ -41,7 +41,7 @@ extension ContainerSync {
         }
         draftCounts[name] = count
         prefetched[name] = nil
-        let url = layout.temporary.appendingPathComponent(name)
+        let url = layout.temporary.appendingPathComponent(name, isDirectory: false)
         partialFiles?.insert(name)
         let (service, container, disk, limit) = (service, container, disk, configuration.eagerDownloadLimit)
         let path = known.item.path

@@ -44,7 +44,8 @@ extension ContainerSync {
             switch event {
             case .versionLost(let id, _, let version):
                 try? disk.removeItem(
-                    at: layout.versions.appendingPathComponent(id.string).appendingPathComponent(version.id.string))
+                    at: layout.versions.appendingPathComponent(id.string, isDirectory: true).appendingPathComponent(
+                        version.id.string, isDirectory: true))
                 FileCoordinator.announce(.lost(Self.presented(version)), ofItemAt: url)
             case .versionResolved(_, _, let version):
                 FileCoordinator.announce(.resolved(Self.presented(version)), ofItemAt: url)

@@ -103,7 +103,7 @@ extension ContainerSync {
                 if before?.item != item { hub.send(.itemChanged(item)) }
             } else if let before {
                 hub.send(.itemRemoved(before.id, before.path))
-                try? disk.removeItem(at: layout.versions.appendingPathComponent(before.id.string))
+                try? disk.removeItem(at: layout.versions.appendingPathComponent(before.id.string, isDirectory: true))
             }
         }
         return applied.map(\.write)
@@ -224,7 +224,7 @@ extension ContainerSync {
                     return .success(try scanner.scanFolder(folder, relative: relative))
                 } catch  where !relative.isEmpty {
                     // Removed since its parent was listed: nothing of it is here, as a whole scan after would find.
-                    if !disk.exists(folder.appendingPathComponent(relative)) {
+                    if !disk.exists(folder.appendingPathComponent(relative, isDirectory: false)) {
                         return .success(([], [], [:]))
                     }
                     return .failure(error)

@@ -318,7 +318,8 @@ extension ContainerSync {
         // modification time now, which tells it apart.
         let placement = Placement(
             temporary: temporary, destination: destination,
-            movedAside: layout.temporary.appendingPathComponent(newIdentifier().uuidString.lowercased()),
+            movedAside: layout.temporary.appendingPathComponent(
+                newIdentifier().uuidString.lowercased(), isDirectory: false),
             replacing: replacing, synced: item.observation.synced?.identity,
             syncedHash: item.observation.synced?.contentHash, kind: kind,
             modified: kind == .file ? Self.nanosecondsSince1970(version.modificationDate) : nil)
@@ -429,7 +430,7 @@ extension ContainerSync {
         repeat {
             guard number <= 1_000 else { throw POSIXError(.EEXIST) }
             let label = number == 1 ? "conflicted copy" : "conflicted copy \(number)"
-            target = folder.appendingPathComponent("\(base) (\(label))\(suffix)")
+            target = folder.appendingPathComponent("\(base) (\(label))\(suffix)", isDirectory: false)
             number += 1
         } while disk.exists(target)
         try disk.moveItem(at: url, to: target)

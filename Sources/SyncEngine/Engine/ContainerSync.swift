@@ -309,7 +309,7 @@ public actor ContainerSync {
 
     /// Removes the partial download `name` from `.ubiquity/tmp/`, if it is there.
     func removePartialFile(named name: String) {
-        try? disk.removeItem(at: layout.temporary.appendingPathComponent(name))
+        try? disk.removeItem(at: layout.temporary.appendingPathComponent(name, isDirectory: false))
         partialFiles?.remove(name)
     }
 
@@ -322,7 +322,7 @@ public actor ContainerSync {
         clearingStarted = started
         guard let names = try? disk.contentsOfDirectory(at: layout.temporary) else { return }
         for name in names where !name.hasSuffix(Self.partialSuffix) {
-            let url = layout.temporary.appendingPathComponent(name)
+            let url = layout.temporary.appendingPathComponent(name, isDirectory: false)
             if (disk.identity(at: url)?.changed ?? 0) > started { continue }  // this sync's own
             try? disk.removeItem(at: url)
         }

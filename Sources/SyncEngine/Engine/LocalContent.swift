@@ -53,7 +53,7 @@ public struct LocalContent: Sendable, Hashable {
         var sources: [ChunkHash: Source] = [:]
         var total: Int64 = 0
         for member in try disk.subpaths(of: url).sorted() where !LocalScanner.isTemporary(member) {
-            let memberURL = url.appendingPathComponent(member)
+            let memberURL = url.appendingPathComponent(member, isDirectory: false)
             guard let found = try disk.lookUp(memberURL) else { continue }
             let path = try ItemPath(member)
             if found.isDirectory {

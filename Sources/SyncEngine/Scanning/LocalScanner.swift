@@ -88,7 +88,9 @@ public struct LocalScanner: Sendable {
             if TemporaryFileName.isTemporary(name) { continue }  // a save under way: its result is what syncs
             let entry = relative.isEmpty ? name : relative + "/" + name
             var found = Result()
-            add(directory.appendingPathComponent(name), relative: entry, into: &found, recursively: false)
+            add(
+                directory.appendingPathComponent(name, isDirectory: false), relative: entry, into: &found,
+                recursively: false)
             for item in found.items.values {
                 entries.append(item)
                 if item.kind == .directory { folders.append((entry, item.path)) }
@@ -106,7 +108,7 @@ public struct LocalScanner: Sendable {
         var result = Result()
         for path in Set(paths.map(itemRoot)).sorted() where !path.isEmpty {
             if Self.isTemporary(path) { continue }
-            add(folder.appendingPathComponent(path), relative: path, into: &result)
+            add(folder.appendingPathComponent(path, isDirectory: false), relative: path, into: &result)
         }
         return result
     }
@@ -136,7 +138,8 @@ public struct LocalScanner: Sendable {
             if relative.isEmpty && name == ItemPath.reservedFolderName { continue }
             if TemporaryFileName.isTemporary(name) { continue }  // a save under way: its result is what syncs
             add(
-                directory.appendingPathComponent(name), relative: relative.isEmpty ? name : relative + "/" + name,
+                directory.appendingPathComponent(name, isDirectory: false),
+                relative: relative.isEmpty ? name : relative + "/" + name,
                 into: &result, recursively: recursively)
         }
     }
@@ -207,7 +210,7 @@ public struct LocalScanner: Sendable {
         var identity = folder
         identity.size = 0
         for member in try disk.subpaths(of: url) where !Self.isTemporary(member) {
-            guard let found = try disk.lookUp(url.appendingPathComponent(member)) else { continue }
+            guard let found = try disk.lookUp(url.appendingPathComponent(member, isDirectory: false)) else { continue }
             if found.mode & UInt32(S_IFMT) == UInt32(S_IFREG) { identity.size += found.size }
             identity.modified = max(identity.modified, found.modified)
             identity.changed = max(identity.changed, found.changed)

@@ -119,7 +119,7 @@ public final class EngineSocketServer: Service, Sendable {
             ".s-\(UUID().uuidString.prefix(8).lowercased())", isDirectory: true)
         guard mkdir(staging.path, 0o700) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { try? FileManager.default.removeItem(at: staging) }
-        let bound = staging.appendingPathComponent("s").path
+        let bound = staging.appendingPathComponent("s", isDirectory: false).path
         let maximum = configuration.maximumFrameBytes
         let unclaimed = Unclaimed()
         let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)

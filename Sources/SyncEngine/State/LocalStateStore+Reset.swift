@@ -40,7 +40,7 @@ extension LocalStateStore {
         let folder = copy.deletingLastPathComponent()
         let earlier = (path as NSString).lastPathComponent + ".damaged"
         for name in (try? files.contentsOfDirectory(atPath: folder.path)) ?? [] where name.hasPrefix(earlier) {
-            try? files.removeItem(at: folder.appendingPathComponent(name))
+            try? files.removeItem(at: folder.appendingPathComponent(name, isDirectory: false))
         }
         try? files.copyItem(atPath: path, toPath: copy.path)
         if files.fileExists(atPath: path + "-wal") {

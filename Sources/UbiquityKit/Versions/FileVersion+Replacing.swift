@@ -69,7 +69,8 @@ extension FileVersion {
     private func replaceOwnItem() throws {
         let item = try VersionedItem.locate(itemURL)
         let (source, id, itemID) = (url, id, itemID)
-        let aside = item.session.layout.temporary.appendingPathComponent(UUID().uuidString.lowercased())
+        let aside = item.session.layout.temporary.appendingPathComponent(
+            UUID().uuidString.lowercased(), isDirectory: false)
         try FileCoordinator(filePresenter: nil).coordinate(writingItemAt: itemURL, options: .forReplacing) { target in
             try item.change(of: itemID, .replaceCurrent(id))
             do {

@@ -34,7 +34,7 @@ struct VersionedItem: Sendable {
 
     /// The downloaded copy of an other version, whether or not it is there.
     func copy(of version: VersionID, of item: ItemID) -> URL {
-        folder(of: version, of: item).appendingPathComponent(path.name)
+        folder(of: version, of: item).appendingPathComponent(path.name, isDirectory: false)
     }
 
     /// The folder of the downloaded copy of an other version.

@@ -48,7 +48,7 @@ public struct DeploymentMigration: Sendable {
     public func run(verify: Bool = false, progress: @escaping @Sendable (String) -> Void = { _ in }) async throws
         -> Report
     {
-        let path = source.appendingPathComponent("ubiquity.sqlite").path
+        let path = source.appendingPathComponent("ubiquity.sqlite", isDirectory: false).path
         guard FileManager.default.fileExists(atPath: path) else {
             throw PostgresStoreError("\(source.path) holds no ubiquity.sqlite: not a data directory")
         }
@@ -59,7 +59,7 @@ public struct DeploymentMigration: Sendable {
         let target = try await PostgresMetadataStore.open(url: database, environment: environment)
         var report = Report()
 
-        let sourceChunks = try FileChunkStore(root: source.appendingPathComponent("chunks"))
+        let sourceChunks = try FileChunkStore(root: source.appendingPathComponent("chunks", isDirectory: true))
         let targetChunks: (any ChunkStore)? =
             if let chunkStore { try await S3ChunkStore.open(url: chunkStore) } else { nil }
         if let targetChunks {

@@ -42,14 +42,15 @@ public struct UbiquityService: Sendable {
             store = try await PostgresMetadataStore.open(url: database, retention: configuration.retention)
         } else {
             store = try SQLiteMetadataStore(
-                path: configuration.dataDirectory.appendingPathComponent("ubiquity.sqlite").path,
+                path: configuration.dataDirectory.appendingPathComponent("ubiquity.sqlite", isDirectory: false).path,
                 retention: configuration.retention, durability: configuration.durability)
         }
         let chunks: any ChunkStore
         if let location = configuration.chunkStore {
             chunks = try await S3ChunkStore.open(url: location)
         } else {
-            chunks = try FileChunkStore(root: configuration.dataDirectory.appendingPathComponent("chunks"))
+            chunks = try FileChunkStore(
+                root: configuration.dataDirectory.appendingPathComponent("chunks", isDirectory: true))
         }
         try await chunks.removeAbandonedUploads()
         let cluster = (store as? PostgresMetadataStore)?.makeClusterBus()

@@ -63,7 +63,8 @@ final class ChunkPacks: Sendable {
         var configuration = Configuration()
         // Two services on one data folder (tests) wait for each other's writes rather than fail.
         configuration.busyMode = .timeout(10)
-        index = try DatabasePool(path: folder.appendingPathComponent("index.sqlite").path, configuration: configuration)
+        index = try DatabasePool(
+            path: folder.appendingPathComponent("index.sqlite", isDirectory: false).path, configuration: configuration)
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(

@@ -32,7 +32,7 @@ public struct FileChunkStore: ChunkStore {
     public init(root: URL, memoryBudget: Int = 64 << 20, packBytes: Int64 = 256 << 20) throws {
         self.root = root
         try FileManager.default.createDirectory(
-            at: root.appendingPathComponent("incoming"), withIntermediateDirectories: true)
+            at: root.appendingPathComponent("incoming", isDirectory: true), withIntermediateDirectories: true)
         packs = try ChunkPacks(folder: root.appendingPathComponent("packs", isDirectory: true), packLimit: packBytes)
         memory = UploadMemory(budget: memoryBudget)
     }
@@ -134,7 +134,7 @@ public struct FileChunkStore: ChunkStore {
 
     public func removeAbandonedUploads() async throws {
         for name in try FileManager.default.contentsOfDirectory(atPath: incoming.path) {
-            try? FileManager.default.removeItem(at: incoming.appendingPathComponent(name))
+            try? FileManager.default.removeItem(at: incoming.appendingPathComponent(name, isDirectory: false))
         }
     }
 }

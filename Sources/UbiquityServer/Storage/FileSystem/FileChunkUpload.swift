@@ -74,7 +74,7 @@ final class FileChunkUpload: ChunkUpload, @unchecked Sendable {
 
     /// Moves the bytes held in memory to a file in `incoming/`, where the rest will go too.
     private func spill() throws {
-        let temporary = store.incoming.appendingPathComponent(UUID.random().uuidString.lowercased())
+        let temporary = store.incoming.appendingPathComponent(UUID.random().uuidString.lowercased(), isDirectory: false)
         let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw POSIXError.current("create \(temporary.path)") }
         file = (temporary, descriptor)

@@ -38,7 +38,7 @@ final class PackFile: Sendable {
         defer { close(lock) }
         var number = try previous.map { $0 + 1 } ?? highestNumber(in: folder) + 1
         while true {
-            let path = folder.appendingPathComponent("\(number).pack").path
+            let path = folder.appendingPathComponent("\(number).pack", isDirectory: false).path
             let descriptor = openFile(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             if descriptor >= 0 {
                 guard flock(descriptor, LOCK_EX) == 0 else {
@@ -58,7 +58,7 @@ final class PackFile: Sendable {
     /// Takes the folder's lock on beginning packs (`create.lock`), waiting for it.
     /// - Returns: The descriptor holding it; closing it lets go.
     static func lockCreation(in folder: URL) throws -> Int32 {
-        let path = folder.appendingPathComponent("create.lock").path
+        let path = folder.appendingPathComponent("create.lock", isDirectory: false).path
         let descriptor = openFile(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw POSIXError.current("open \(path)") }
         while flock(descriptor, LOCK_EX) != 0 {
