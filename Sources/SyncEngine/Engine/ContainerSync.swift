@@ -187,9 +187,16 @@ public actor ContainerSync {
     /// they do.
     public nonisolated func health() -> SyncHealth { rounds.withLock { $0 } }
 
-    /// Notes that the push connection came up (`reason` `nil`) or failed, for ``health()``.
+    /// Notes that the push connection came up (`reason` `nil`) or failed, for ``health()``; tells
+    /// ``SyncEvent/pushChanged(connected:reason:)`` when that is news.
     public nonisolated func notePush(failing reason: String?) {
-        rounds.withLock { $0 = $0.after(pushAt: Date(), failing: reason) }
+        // Told under the lock, so that two changes noted at once are told in the order they were noted.
+        rounds.withLock { health in
+            let before = health.push
+            health = health.after(pushAt: Date(), failing: reason)
+            guard before?.connected != health.push?.connected || before?.reason != health.push?.reason else { return }
+            hub.send(.pushChanged(connected: reason == nil, reason: reason))
+        }
     }
 
     /// What the engine does from now on, as it happens, for as long as the stream is iterated.

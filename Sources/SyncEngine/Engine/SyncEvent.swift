@@ -23,6 +23,10 @@ public enum SyncEvent: Hashable, Sendable, Codable {
     /// A sync round ended: everything it found went up and everything the service had came down (`nil`), or it
     /// failed, and why (the service unreachable, say; what it did not finish waits for the next round).
     case roundEnded(failure: String?)
+    /// The push connection to the service came up (`connected`), or went down and why: while it is down, changes
+    /// made elsewhere arrive with the next poll instead of at once. Told when the state changes (a new reason while
+    /// down is told too), not at every try to reconnect.
+    case pushChanged(connected: Bool, reason: String?)
 }
 
 /// An upload or download of one item's content under way.

@@ -11,10 +11,12 @@ import UbiquityProtocol
 /// {"event":"progress","itemID":"…","path":"Documents/Big.pdf"}
 /// {"event":"versionGained","itemID":"…","path":"…","version":{…}}
 /// {"event":"keyValuesChanged","keys":["sortOrder"],"reason":"serverChange"}
+/// {"event":"roundEnded","failure":"cannot reach the service at http://…: connection refused"}
+/// {"event":"pushChanged","connected":false,"reason":"…"}
 /// ```
 ///
 /// (`versionLost` and `versionResolved` are written like `versionGained`; a `progress` without `transfer` says
-/// the transfer ended.)
+/// the transfer ended; a `roundEnded` without `failure` ended in step; a client skips an event it does not know.)
 public enum EngineMessage: Hashable, Sendable, Codable {
     /// The answer to a request.
     case response(EngineResponse)
@@ -22,7 +24,7 @@ public enum EngineMessage: Hashable, Sendable, Codable {
     case event(SyncEvent)
 
     enum CodingKeys: String, CodingKey {
-        case event, item, itemID, path, transfer, version, keys, reason, failure
+        case event, item, itemID, path, transfer, version, keys, reason, failure, connected
     }
 
     /// Decodes a frame: an event when it has an `"event"` field, a response otherwise.
@@ -60,6 +62,11 @@ public enum EngineMessage: Hashable, Sendable, Codable {
                     try container.decode(KeyValueChangeReason.self, forKey: .reason)))
         case "roundEnded":
             self = .event(.roundEnded(failure: try container.decodeIfPresent(String.self, forKey: .failure)))
+        case "pushChanged":
+            self = .event(
+                .pushChanged(
+                    connected: try container.decode(Bool.self, forKey: .connected),
+                    reason: try container.decodeIfPresent(String.self, forKey: .reason)))
         default: throw ProtocolError(.malformedRequest, "unknown event \"\(name.prefix(100))\"")
         }
     }
@@ -104,6 +111,10 @@ public enum EngineMessage: Hashable, Sendable, Codable {
         case .roundEnded(let failure):
             try container.encode("roundEnded", forKey: .event)
             try container.encodeIfPresent(failure, forKey: .failure)
+        case .pushChanged(let connected, let reason):
+            try container.encode("pushChanged", forKey: .event)
+            try container.encode(connected, forKey: .connected)
+            try container.encodeIfPresent(reason, forKey: .reason)
         }
     }
 }

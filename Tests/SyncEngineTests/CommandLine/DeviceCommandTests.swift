@@ -188,14 +188,21 @@ struct DeviceCommandTests {
         // `status` asks the running engine how its rounds went and whether it hears pushes: in step, then failing
         // once the service is gone (a state database with nothing waiting says nothing of that).
         try await running.syncNow()
-        #expect(await Self.health(of: running) { $0.push?.connected == true } != nil, "push never came up")
+        #expect(try await Self.push(of: running, connected: true), "push never came up")
         let healthy = try await ubiquity(["status"] + arguments, home: home)
         #expect(healthy.output.contains("sync:       last in step at "), "\(healthy.output)")
         #expect(healthy.output.contains("push:       connected since "), "\(healthy.output)")
         #expect(healthy.output.contains("in step:    nothing waits to sync"), "\(healthy.output)")
+        let down = try await running.events()
         await service.remove()
         await #expect(throws: (any Error).self) { try await running.syncNow() }
-        #expect(await Self.health(of: running) { $0.push?.connected == false } != nil, "push never went down")
+        let wentDown = Task {
+            for await event in down {
+                if case .pushChanged(false, let reason?) = event { return !reason.isEmpty }
+            }
+            return false
+        }
+        #expect(await finished(wentDown, within: .seconds(30)), "push never went down")
         let failing = try await ubiquity(["status"] + arguments, home: home)
         #expect(failing.output.contains("sync:       failing since "), "\(failing.output)")
         #expect(failing.output.contains("cannot reach the service at "), "\(failing.output)")
@@ -205,18 +212,18 @@ struct DeviceCommandTests {
         await running.close()
     }
 
-    /// The running engine's health once `condition` holds of it (as the engine reports it; 30 s at most).
-    private static func health(
-        of engine: EngineSocketClient, until condition: (SyncHealth) -> Bool
-    ) async -> SyncHealth? {
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            if let health = try? await engine.health(), condition(health) { return health }
-            // Asked again, not awaited: the push connection's coming up or going down is no event of the engine's
-            // socket (only its state is), and the test asserts on that state, never on time having passed.
-            try? await Task.sleep(for: .milliseconds(20))
+    /// Whether the running engine's push connection is, or becomes within 30 s, `connected`: its health says so, or
+    /// the event telling the change arrives (listened for before the health is read, so none falls between).
+    private static func push(of engine: EngineSocketClient, connected: Bool) async throws -> Bool {
+        let events = try await engine.events()
+        if try await engine.health().push?.connected == connected { return true }
+        let changed = Task {
+            for await event in events {
+                if case .pushChanged(connected, _) = event { return true }
+            }
+            return false
         }
-        return nil
+        return await finished(changed, within: .seconds(30))
     }
 
     @Test("A command that cannot reach the service says so plainly: its address and why")
