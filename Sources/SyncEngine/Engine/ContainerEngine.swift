@@ -65,15 +65,16 @@ public struct ContainerEngine: Service {
     private func runHoldingSync() async throws {
         await sync.clearTemporaryFiles()
         let (triggers, trigger) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        // What the next round scans: everything at start (the start-up scan) and after each poll; otherwise the
-        // paths file-system events named since the last round (none for a round the service's push asked for).
-        let pending = PendingScope()
+        // What the next round is owed: a scan of everything at start (the start-up scan) and after each poll;
+        // otherwise the paths file-system events named since the last round, the feed heads push told of, and
+        // whether anything else asked (see `RoundDemand`).
+        let pending = PendingRound()
         // Without file-system events (inotify unavailable: its per-user limit reached, say) the engine still syncs,
         // finding local changes by a scan every ``unwatchedScanInterval`` instead.
         let watcher: ContainerWatcher?
         do {
             watcher = try ContainerWatcher(folder: sync.layout.folder) { scope in
-                pending.add(scope)
+                pending.add(RoundDemand(scope: scope))
                 trigger.yield()
             }
         } catch {
@@ -98,7 +99,7 @@ public struct ContainerEngine: Service {
     /// Serves the socket, listens to push and local key-value writes, scans everything every `interval`, and runs the
     /// rounds they ask for.
     private func serve(
-        socket: EngineSocketServer, pending: PendingScope, triggers: AsyncStream<Void>,
+        socket: EngineSocketServer, pending: PendingRound, triggers: AsyncStream<Void>,
         trigger: AsyncStream<Void>.Continuation, scanEvery interval: Duration
     ) async {
         await withTaskGroup(of: Void.self) { group in
@@ -115,8 +116,14 @@ public struct ContainerEngine: Service {
                         switch event {
                         case .connected:
                             sync.notePush(failing: nil)
+                            pending.add(RoundDemand(other: true))  // what was missed while it was down
                             trigger.yield()
-                        case .message(.changed), .message(.keyValueChanged): trigger.yield()
+                        case .message(.changed(_, let head)):
+                            pending.add(RoundDemand(pushedFeedHeads: [head]))
+                            trigger.yield()
+                        case .message(.keyValueChanged):
+                            pending.add(RoundDemand(other: true))
+                            trigger.yield()
                         case .message(.draft(_, let item, let version, let count)):
                             await sync.draftGrew(item, version: version, count: count)
                         case .disconnected(let reason, let retryIn):
@@ -133,31 +140,37 @@ public struct ContainerEngine: Service {
             let events = sync.events()
             group.addTask {
                 for await event in events {
-                    if case .keyValuesChanged(_, .localChange) = event { trigger.yield() }
+                    if case .keyValuesChanged(_, .localChange) = event {
+                        pending.add(RoundDemand(other: true))
+                        trigger.yield()
+                    }
                 }
             }
             group.addTask {
                 while !Task.isCancelled {
                     guard (try? await clock.sleep(for: interval)) != nil else { return }
-                    pending.add(.everything)
+                    pending.add(RoundDemand(scope: .everything))
                     trigger.yield()
                 }
             }
             trigger.yield()
             var backoff = Duration.milliseconds(100)
             for await _ in triggers.cancelOnGracefulShutdown() {
-                let scope = pending.take()
+                let demand = pending.take()
+                // A round asked for only by the push of a feed head this device has already read finds nothing.
+                guard demand.needsRound(feedRead: sync.feedRead()) else { continue }
                 do {
-                    try await sync.syncOnce(scanning: scope)
+                    try await sync.syncOnce(scanning: demand.scope)
                     backoff = .milliseconds(100)
                 } catch {
-                    pending.add(scope)  // scanned again next time
+                    pending.add(demand)  // owed again next time
                     logger.warning("sync round failed; retrying", metadata: ["error": "\(error)", "in": "\(backoff)"])
                     let wait = backoff
                     backoff = min(backoff * 2, maximumBackoff)
                     // A retry is one more trigger after the wait; the group ends it on shutdown.
                     group.addTask {
                         guard (try? await clock.sleep(for: wait)) != nil else { return }
+                        pending.add(RoundDemand(other: true))
                         trigger.yield()
                     }
                 }
@@ -167,16 +180,16 @@ public struct ContainerEngine: Service {
     }
 }
 
-/// The scan scope the engine's next round owes: events add to it, a round takes it.
-private final class PendingScope: Sendable {
-    private let scope = Mutex(ScanScope.everything)
+/// What the engine's next round is owed: events add to it, a round takes it (the first, a scan of everything).
+private final class PendingRound: Sendable {
+    private let demand = Mutex(RoundDemand(scope: .everything))
 
-    func add(_ more: ScanScope) { scope.withLock { $0 = $0.union(more) } }
+    func add(_ more: RoundDemand) { demand.withLock { $0 = $0.union(more) } }
 
-    func take() -> ScanScope {
-        scope.withLock { scope in
-            defer { scope = .paths([]) }
-            return scope
+    func take() -> RoundDemand {
+        demand.withLock { demand in
+            defer { demand = RoundDemand() }
+            return demand
         }
     }
 }

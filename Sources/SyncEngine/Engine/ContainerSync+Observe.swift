@@ -474,6 +474,12 @@ extension ContainerSync {
     /// The service's feed token key in the state database.
     static let feedTokenKey = "feedToken"
 
+    /// The token of the service's feed as far as this device has read it; `nil` before its first read (or when the
+    /// state cannot be read, which a round then meets itself).
+    nonisolated func feedRead() -> ChangeToken? {
+        (try? state.value(forKey: Self.feedTokenKey)).flatMap { $0.map(ChangeToken.init) }
+    }
+
     /// Observes the service's record of an item (call it in the item's lane): its remote view, its versions (told to
     /// listeners and presenters as they change). An item heard of for the first time at the path of a new local
     /// item of the same kind that the service does not have yet is that item made on both sides: it takes over the
