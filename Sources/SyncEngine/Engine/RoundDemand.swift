@@ -17,10 +17,12 @@ struct RoundDemand: Hashable, Sendable {
     var other = false
 
     /// Whether a round is needed, `feedRead` being the token of the feed as far as the device has read it (`nil`
-    /// before its first read).
-    func needsRound(feedRead: ChangeToken?) -> Bool {
+    /// before its first read); read only when push's heads are all that asked.
+    func needsRound(feedRead: @autoclosure () -> ChangeToken?) -> Bool {
         if other || scope != .paths([]) { return true }
-        return pushedFeedHeads.contains { $0 != feedRead }
+        if pushedFeedHeads.isEmpty { return false }
+        let read = feedRead()
+        return pushedFeedHeads.contains { $0 != read }
     }
 
     /// Both demands together.
