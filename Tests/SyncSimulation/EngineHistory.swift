@@ -179,6 +179,9 @@ public final class EngineHistory: @unchecked Sendable {
     /// From what size a first version goes up while it is cut: every file's for two seeds in five, so that the
     /// pipelined upload meets the histories' edits, moves and crashes; the engine's default (none here) for the rest.
     var pipelinedUploadBytes: Int64 { seed % 5 < 2 ? 0 : 16 << 20 }
+    /// Up to what size a version's chunks go in the request that commits it: none for three seeds in seven, so that
+    /// small files' chunks also go up first on their own; the engine's default for the rest.
+    var inlineUploadBytes: Int64 { seed % 7 < 3 ? 0 : 64 << 10 }
 
     /// Chunks of 2 to 32 bytes, about 8 on average.
     static let smallChunker = FileChunker(
@@ -265,7 +268,8 @@ public final class EngineHistory: @unchecked Sendable {
             disk: self.configuration.staleChecks ? StaleDisk(disk) : disk,
             makeIdentifier: { [unowned self] in self.random.uuid() }, taskExecutor: executor,
             // Pages of a few items, so that histories plan across pages: a page's waiting items give way to the next.
-            planningPage: planningPage, pipelinedUploadBytes: pipelinedUploadBytes)
+            planningPage: planningPage, pipelinedUploadBytes: pipelinedUploadBytes,
+            inlineUploadBytes: inlineUploadBytes)
         // A killed engine's lock was let go (unlocked, not only closed), so a new engine takes it at once.
         let sync = try ContainerSync(
             layout: device.layout, client: Self.unusedClient, service: service, device: device.saving,

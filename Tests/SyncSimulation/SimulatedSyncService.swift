@@ -115,6 +115,45 @@ public final class ServiceWorld: Sendable {
         return try state.withLock { try $0.commit(version, now: now) }
     }
 
+    /// `POST …/batch`: stores the chunks the request brings whose bytes are their hashes', then applies the
+    /// operations in order, each on its own: one naming a chunk whose bytes were wrong is refused with
+    /// ``ProtocolError/Code/chunkHashMismatch``, one the rules refuse with its error, as the real route answers.
+    /// All of it at one moment of the world (the real route's one transaction).
+    /// - Throws: ``ProtocolError/Code/bodyTooLarge`` for a chunk over the limit (nothing applied).
+    public func applyItemBatch(_ request: ItemBatchRequest) throws -> ItemBatchResponse {
+        let actual = request.chunks.map { Self.hash(of: Array($0.data)) }  // outside the lock: hashing is the slow part
+        let now = retentionInstant()
+        return try state.withLock { state in
+            var wrong: [ChunkHash: ProtocolError] = [:]
+            var right: [(hash: ChunkHash, bytes: [UInt8])] = []
+            for (chunk, hash) in zip(request.chunks, actual) {
+                if hash == chunk.hash {
+                    right.append((chunk.hash, Array(chunk.data)))
+                } else {
+                    wrong[chunk.hash] = ProtocolError(
+                        .chunkHashMismatch, "the bytes sent as chunk \(chunk.hash) hash to \(hash); nothing was stored")
+                }
+            }
+            _ = try state.storeChunks(right, actual: right.map(\.hash))
+            var results: [ItemBatchResult] = []
+            for operation in request.operations {
+                if let error = operation.namedChunks.lazy.compactMap({ wrong[$0.hash] }).first {
+                    results.append(.refused(error))
+                    continue
+                }
+                do {
+                    switch operation {
+                    case .create(let create): results.append(.applied(try state.createItem(create, now: now)))
+                    case .commit(let version): results.append(.applied(try state.commit(version, now: now)))
+                    }
+                } catch let error as ProtocolError {
+                    results.append(.refused(error))
+                }
+            }
+            return ItemBatchResponse(results: results, token: results.compactMap(\.response).last?.token)
+        }
+    }
+
     /// `POST …/items/{item}/drafts/{version}`: grows the draft of a version being uploaded, as the real route does
     /// (the item a live file, the version not committed, the chunks held, the draft `from` long); each growth is
     /// news for the devices (``takeDraftNews()``).
@@ -945,6 +984,35 @@ public struct SimulatedSyncService: SyncService {
             var received = try self.received(version)
             if let device { received.savingDevice = device }
             return try answered(try world.commit(received))
+        }
+    }
+
+    public func applyItemBatch(_ request: ItemBatchRequest, in container: ContainerID) async throws
+        -> ItemBatchResponse
+    {
+        let named = request.operations.map { operation in
+            switch operation {
+            case .create(let create): "create \(create.id) at \(create.path)"
+            case .commit(let version): "commit \(version.id) of \(version.itemID)"
+            }
+        }
+        let label = "batch [\(named.joined(separator: "; "))] with \(request.chunks.count) chunk(s)"
+        return try await call(label, in: container) {
+            var received = try self.received(request)
+            try received.validate()
+            if let device {
+                received.operations = received.operations.map { operation in
+                    switch operation {
+                    case .create(var create):
+                        create.version?.savingDevice = device
+                        return .create(create)
+                    case .commit(var version):
+                        version.savingDevice = device
+                        return .commit(version)
+                    }
+                }
+            }
+            return try answered(try world.applyItemBatch(received))
         }
     }
 

@@ -81,6 +81,18 @@ struct WireJSONDecoderTests {
         Self.expectSame(
             ItemBatchRequest.self, Self.text(ItemBatchRequest(operations: [.create(create), .commit(second)]), []),
             readDirectly: true)
+        // With chunks brought (bytes a base64 with padding and a "/" Foundation writes escaped), and without bytes.
+        let brought = ItemBatchRequest(
+            operations: [.create(create)],
+            chunks: [
+                InlineChunk(hash: hash("a"), data: Data([0xFF, 0xEF, 0x3F, 0x00, 0x01])),
+                InlineChunk(hash: hash("b"), data: Data()),
+            ])
+        Self.expectSame(ItemBatchRequest.self, Self.text(brought, []), readDirectly: true)
+        // Bytes that are not base64 are Foundation's to refuse.
+        let garbled = Self.text(brought, [.sortedKeys]).replacingOccurrences(of: "AAE=", with: "A*E=")
+        #expect(garbled != Self.text(brought, [.sortedKeys]))
+        Self.expectSame(ItemBatchRequest.self, garbled, readDirectly: false)
         // A commit whose manifest is a delta against its base is Foundation's to read.
         // A base of sixteen chunks and an edit adding one: a delta is smaller than the whole manifest.
         var base = first

@@ -134,6 +134,13 @@ struct WireJSONEncoderTests {
         try Self.expectSame(VersionPayload(edited))
         try Self.expectSame(ItemBatchRequest(operations: [.commit(delta), .create(requests[0])]))
         try Self.expectSame(
+            ItemBatchRequest(
+                operations: [.create(requests[0])],
+                chunks: [
+                    InlineChunk(hash: hash("a"), data: Data([0xFF, 0xEF, 0x3F, 0x00, 0x01])),
+                    InlineChunk(hash: hash("b"), data: Data()),
+                ]))
+        try Self.expectSame(
             ItemBatchResponse(
                 results: [
                     .applied(responses[0]), .refused(ProtocolError(.itemNotFound, "taken")), .applied(responses[1]),

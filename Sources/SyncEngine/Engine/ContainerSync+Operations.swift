@@ -163,7 +163,8 @@ extension ContainerSync {
         item.observation.recordHash(read.content.contentHash, of: read.identity, readAt: read.readAt)
     }
 
-    /// Uploads the local copy as a new version based on `basedOn`: the chunks the service lacks, then the version.
+    /// Uploads the local copy as a new version based on `basedOn`: the chunks the service lacks, then the version
+    /// (together, when they are few bytes).
     /// Content that is the service's current content already is adopted instead.
     private func upload(_ item: inout StoredItem, basedOn: VersionID?) async throws {
         guard let local = item.observation.local else { throw LocalCopyChanged() }
@@ -194,18 +195,20 @@ extension ContainerSync {
         let base = try basedOn.flatMap { id in
             try state.currentVersionRecord(of: item.id).flatMap { $0.id == id ? $0 : nil }
         }
-        try await uploadChunks(of: content, for: item.item, base: base, sent: sent)
         let version = makeVersion(of: item.id, content, identity, basedOn: basedOn, named: versionID)
         let answer: ItemResponse
         do {
-            answer = try await itemRequests.commit(VersionPayload(version, against: base))
+            answer = try await sendWithChunks(of: content, for: item.item, base: base, sent: sent) { chunks in
+                try await itemRequests.commit(VersionPayload(version, against: base), bringing: chunks)
+            }
         } catch let error as ProtocolError
             where base != nil && (error.code == .unknownVersion || error.code == .chunksMissing)
         {
             // The base is no longer kept (removed since it was heard), and its chunks may have gone with it: they go
             // up again where the service lacks them, and the manifest whole.
-            try await uploadChunks(of: content, for: item.item)
-            answer = try await itemRequests.commit(VersionPayload(version))
+            answer = try await sendWithChunks(of: content, for: item.item) { chunks in
+                try await itemRequests.commit(VersionPayload(version), bringing: chunks)
+            }
         }
         let isCurrent = try await recordCommit(answer, of: version, content: content, identity: identity, on: &item)
         if !isCurrent || basedOn != knownCurrent {
@@ -216,21 +219,22 @@ extension ContainerSync {
         }
     }
 
-    /// Creates the record of a new small file with its first version, in one operation: its content is read and its
-    /// chunks go up first, then the record and the version in one request (many small files cost the service one
-    /// commit each, not two). The service takes a creation sent again (its answer lost) as a commit to the record it
+    /// Creates the record of a new small file with its first version, in one operation: its content is read, then the
+    /// record, the version and its chunks go up in one request (``sendWithChunks(of:for:base:sent:_:)``; many small
+    /// files cost the service one commit each, not two, and a few requests for many). The service takes a creation sent again (its answer lost) as a commit to the record it
     /// made: the same content is the version it has, an edit made since is committed over none, as an upload
     /// after a separate creation would be.
     private func createWithContent(_ item: inout StoredItem, at path: ItemPath) async throws {
         let read = try await smallReads.submit(path)
         noteRead(read, into: &item)
         let (content, identity) = (read.content, read.identity)
-        try await uploadChunks(of: content, for: item.item)
         let version = makeVersion(of: item.id, content, identity, basedOn: nil)
         let answer: ItemResponse
         do {
-            answer = try await itemRequests.createItem(
-                CreateItemRequest(id: item.id, path: path, kind: .file, version: version))
+            answer = try await sendWithChunks(of: content, for: item.item) { chunks in
+                try await itemRequests.createItem(
+                    CreateItemRequest(id: item.id, path: path, kind: .file, version: version), bringing: chunks)
+            }
         } catch let error as ProtocolError where error.code == .itemExists {
             // Created by a request whose answer was lost, and moved here since: the record is the service's, and
             // the planner takes it from there.

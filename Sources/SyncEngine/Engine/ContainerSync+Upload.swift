@@ -114,9 +114,7 @@ extension ContainerSync {
     func uploadChunks(
         of content: LocalContent, for item: LocalItem, base: VersionRecord? = nil, sent: Set<ChunkHash> = []
     ) async throws {
-        let kept = Set(base?.manifest.chunks.map(\.hash) ?? []).union(sent)
-        var seen = Set<ChunkHash>()
-        let unknown = content.manifest.chunks.filter { !kept.contains($0.hash) && seen.insert($0.hash).inserted }
+        let unknown = Self.unsent(content, base: base, sent: sent)
         let missing: [ChunkHash]
         if unknown.reduce(0, { $0 + $1.size }) <= Self.unaskedBytes {
             missing = unknown.map(\.hash)
@@ -144,6 +142,62 @@ extension ContainerSync {
         } else {
             let slots = Int((pending + Self.smallUploadSlotBytes - 1) / Self.smallUploadSlotBytes)
             try await smallUploadSlots.withSlots(slots) { try await send(work, of: item) }
+        }
+    }
+
+    /// The chunks of `content` the service may lack, each once: those not in `base` (a version it keeps) nor among
+    /// `sent`.
+    private static func unsent(_ content: LocalContent, base: VersionRecord?, sent: Set<ChunkHash>) -> [ChunkReference]
+    {
+        let kept = Set(base?.manifest.chunks.map(\.hash) ?? []).union(sent)
+        var seen = Set<ChunkHash>()
+        return content.manifest.chunks.filter { !kept.contains($0.hash) && seen.insert($0.hash).inserted }
+    }
+
+    /// Makes the request `send` (a creation or commit naming `content`) with the chunks of `content` the service may
+    /// lack: carried in the request itself when they are few bytes (``Configuration/inlineUploadBytes``), so small
+    /// content costs one request and one transaction, not an upload and then a commit; uploaded first otherwise
+    /// (``uploadChunks(of:for:base:sent:)``), and the request sent with none.
+    /// - Throws: ``ContentChangedWhileRead`` when a chunk's file no longer holds its bytes (the service refused them,
+    ///   or the file is gone or shorter).
+    func sendWithChunks(
+        of content: LocalContent, for item: LocalItem, base: VersionRecord? = nil, sent: Set<ChunkHash> = [],
+        _ send: ([InlineChunk]) async throws -> ItemResponse
+    ) async throws -> ItemResponse {
+        let unknown = Self.unsent(content, base: base, sent: sent)
+        let bytes = unknown.reduce(Int64(0)) { $0 + $1.size }
+        guard bytes <= max(0, configuration.inlineUploadBytes) else {
+            try await uploadChunks(of: content, for: item, base: base, sent: sent)
+            return try await send([])
+        }
+        // Held while the bytes are, as a small upload's are.
+        let slots = Int((bytes + Self.smallUploadSlotBytes - 1) / Self.smallUploadSlotBytes)
+        return try await smallUploadSlots.withSlots(slots) {
+            let chunks = try await Self.read(unknown, of: content, disk: disk)
+            do {
+                return try await send(chunks)
+            } catch let error as ProtocolError where error.code == .chunkHashMismatch {
+                throw ContentChangedWhileRead()
+            }
+        }
+    }
+
+    /// Reads `chunks` of `content` from their files, off the engine's actor; the files may have been saved over since
+    /// they were chunked, which the service finds (it checks every chunk's bytes).
+    /// - Throws: ``ContentChangedWhileRead`` when a file is gone or shorter.
+    private nonisolated static func read(
+        _ chunks: [ChunkReference], of content: LocalContent, disk: any LocalDisk
+    ) async throws -> [InlineChunk] {
+        var opened: (url: URL, file: any DiskFile)?
+        return try chunks.map { chunk in
+            guard let source = content.sources[chunk.hash] else { throw ContentChangedWhileRead() }
+            if opened?.url != source.file {
+                opened = (try? disk.openFileForReading(at: source.file)).map { (source.file, $0) }
+            }
+            guard let file = opened?.file, let bytes = file.read(at: source.offset, count: Int(source.size)) else {
+                throw ContentChangedWhileRead()
+            }
+            return InlineChunk(hash: chunk.hash, data: bytes)
         }
     }
 

@@ -41,16 +41,22 @@ public actor ContainerSync {
         /// A file at least this large whose first version goes up is uploaded while it is still being cut, each few
         /// megabytes of chunks as they are found (16 MiB by default).
         public var pipelinedUploadBytes: Int64
+        /// A version whose chunks the service may lack come to at most this many bytes brings them in the request
+        /// that creates or commits it, rather than uploading them first (64 KiB by default; with 0 only a version
+        /// whose chunks the service has is sent without an upload first).
+        public var inlineUploadBytes: Int64
 
         /// Creates a configuration; the defaults are documented on each field.
         public init(
             eagerDownloadLimit: Int64 = 1 << 20, chunker: FileChunker = FileChunker(),
             keyValueLimits: KeyValueLimits = .apple, disk: any LocalDisk = PosixDisk(),
             makeIdentifier: @escaping @Sendable () -> UUID = { UUID.random() }, taskExecutor: (any TaskExecutor)? = nil,
-            planningPage: Int = ContainerSync.defaultPlanningPage, pipelinedUploadBytes: Int64 = 16 << 20
+            planningPage: Int = ContainerSync.defaultPlanningPage, pipelinedUploadBytes: Int64 = 16 << 20,
+            inlineUploadBytes: Int64 = 64 << 10
         ) {
             self.planningPage = max(1, planningPage)
             self.pipelinedUploadBytes = pipelinedUploadBytes
+            self.inlineUploadBytes = inlineUploadBytes
             self.eagerDownloadLimit = eagerDownloadLimit
             self.chunker = chunker
             self.keyValueLimits = keyValueLimits

@@ -82,12 +82,10 @@ extension ServiceClient {
 
     /// Creates items and commits versions in one request, up to ``ItemBatchRequest/maximumOperations``, applied in
     /// order: each result is what the single-item request would have answered, or why it was refused.
-    public func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerID) async throws
+    public func applyItemBatch(_ request: ItemBatchRequest, in container: ContainerID) async throws
         -> ItemBatchResponse
     {
-        try await send(
-            .POST, Self.path(container, "batch"), json: ItemBatchRequest(operations: operations),
-            as: ItemBatchResponse.self)
+        try await send(.POST, Self.path(container, "batch"), json: request, as: ItemBatchResponse.self)
     }
 
     /// Renames or moves an item.

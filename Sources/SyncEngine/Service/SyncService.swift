@@ -46,9 +46,9 @@ public protocol SyncService: Sendable {
     func keyValues(in container: ContainerID, since: ChangeToken?) async throws -> KeyValueChanges
     /// Applies a batch of key-value writes.
     func apply(_ batch: KeyValueBatch, in container: ContainerID) async throws -> KeyValueBatchResponse
-    /// Creates items and commits versions in order, each answered on its own (``ItemBatchRequest``).
-    func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerID) async throws
-        -> ItemBatchResponse
+    /// Creates items and commits versions in order, each answered on its own, with the chunks the request brings
+    /// stored first (``ItemBatchRequest``).
+    func applyItemBatch(_ request: ItemBatchRequest, in container: ContainerID) async throws -> ItemBatchResponse
     /// Grows the draft of `version` of `item` (``DraftAppendRequest``); returns the draft's length.
     func appendDraft(
         _ request: DraftAppendRequest, to version: VersionID, of item: ItemID, in container: ContainerID
@@ -92,12 +92,32 @@ extension SyncService {
         try await item(id, have: nil, in: container)
     }
 
-    /// One request per operation, in order: what a service without a batch route does, with the same answers.
+    /// Creates items and commits versions in order, each answered on its own (``ItemBatchRequest``).
     public func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerID) async throws
         -> ItemBatchResponse
     {
+        try await applyItemBatch(ItemBatchRequest(operations: operations), in: container)
+    }
+
+    /// One request per chunk, then one per operation, in order: what a service without a batch route does, with the
+    /// same answers (a chunk whose bytes are not its hash's refuses the operations naming it).
+    public func applyItemBatch(_ request: ItemBatchRequest, in container: ContainerID) async throws
+        -> ItemBatchResponse
+    {
+        var wrong: [ChunkHash: ProtocolError] = [:]
+        for chunk in request.chunks {
+            do {
+                try await uploadChunks([(chunk.hash, ByteBuffer(bytes: chunk.data))], in: container)
+            } catch let error as ProtocolError where error.code == .chunkHashMismatch {
+                wrong[chunk.hash] = error
+            }
+        }
         var results: [ItemBatchResult] = []
-        for operation in operations {
+        for operation in request.operations {
+            if let error = operation.namedChunks.lazy.compactMap({ wrong[$0.hash] }).first {
+                results.append(.refused(error))
+                continue
+            }
             do {
                 switch operation {
                 case .create(let request): results.append(.applied(try await createItem(request, in: container)))

@@ -1,3 +1,5 @@
+import Foundation
+
 /// `POST /v1/containers/{container}/batch`: many small items created or committed in one request.
 ///
 /// A device that finds thousands of new files would otherwise send a request (and wait for a transaction) per item.
@@ -10,15 +12,45 @@
 /// {"operations": [{"create": {"id": "…", "path": "Documents/a.txt", "kind": "file", "version": {…}}},
 ///                 {"commit": {"id": "…", "itemID": "…", …}}]}
 /// ```
+///
+/// A small file's chunks may travel in the same request (`chunks`, each `{"hash": "…", "data": "<base64>"}`), so
+/// creating or editing it costs one request, not an upload and then a commit. The service stores those chunks
+/// durably before the operations are applied and records them in the same transaction. A chunk whose bytes are not
+/// its hash's is not stored, and each operation whose version names it is refused alone with
+/// ``ProtocolError/Code/chunkHashMismatch``; one that has no room in the quota refuses, with
+/// ``ProtocolError/Code/quotaExceeded``, the operations that name it.
 public struct ItemBatchRequest: Hashable, Sendable, Codable {
     /// The most operations one request may hold.
     public static let maximumOperations = 1_000
+    /// The most bytes of chunks (decoded) one request may carry in `chunks`.
+    public static let maximumInlineBytes = 4 << 20
 
     /// The operations, applied in this order.
     public var operations: [ItemBatchOperation]
+    /// Chunks the operations' versions name, sent with them.
+    public var chunks: [InlineChunk]
 
     /// Creates a request.
-    public init(operations: [ItemBatchOperation]) { self.operations = operations }
+    public init(operations: [ItemBatchOperation], chunks: [InlineChunk] = []) {
+        self.operations = operations
+        self.chunks = chunks
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case operations, chunks
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        operations = try container.decode([ItemBatchOperation].self, forKey: .operations)
+        chunks = try container.decodeIfPresent([InlineChunk].self, forKey: .chunks) ?? []
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(operations, forKey: .operations)
+        if !chunks.isEmpty { try container.encode(chunks, forKey: .chunks) }
+    }
 
     /// Checks the request's size: at least one operation, at most ``maximumOperations``.
     /// - Throws: ``ProtocolError/Code/malformedRequest``.
@@ -29,6 +61,26 @@ public struct ItemBatchRequest: Hashable, Sendable, Codable {
                 .malformedRequest,
                 "a batch holds \(operations.count) operations, more than \(Self.maximumOperations)")
         }
+        let inline = chunks.reduce(0) { $0 + $1.data.count }
+        guard inline <= Self.maximumInlineBytes else {
+            throw ProtocolError(
+                .bodyTooLarge,
+                "a batch carries \(inline) bytes of chunks, more than \(Self.maximumInlineBytes); upload them first")
+        }
+    }
+}
+
+/// A chunk's bytes sent in an ``ItemBatchRequest`` beside the operations whose versions name it.
+public struct InlineChunk: Hashable, Sendable, Codable {
+    /// The SHA-256 of `data`, as the versions name it.
+    public var hash: ChunkHash
+    /// The bytes (standard base64 with padding on the wire).
+    public var data: Data
+
+    /// Creates a chunk to send.
+    public init(hash: ChunkHash, data: Data) {
+        self.hash = hash
+        self.data = data
     }
 }
 
@@ -121,4 +173,21 @@ public enum ItemBatchResult: Hashable, Sendable, Codable {
 extension ItemBatchOperation {
     /// Commits `version`, its manifest whole.
     public static func commit(_ version: VersionRecord) -> Self { .commit(VersionPayload(version)) }
+
+    /// The chunks the operation's version names as its own: every chunk of a whole manifest, the chunks a delta
+    /// adds to its base; none for a creation without a version.
+    public var namedChunks: [ChunkReference] {
+        switch self {
+        case .create(let request):
+            return request.version?.manifest.chunks ?? []
+        case .commit(let version):
+            switch version.content {
+            case .whole(let manifest): return manifest.chunks
+            case .delta(let delta):
+                return delta.operations.flatMap { operation -> [ChunkReference] in
+                    if case .add(let chunks) = operation { chunks } else { [] }
+                }
+            }
+        }
+    }
 }

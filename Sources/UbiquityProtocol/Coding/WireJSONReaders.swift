@@ -178,16 +178,37 @@ extension ItemResponse: WireJSONReadable {
 extension ItemBatchRequest: WireJSONReadable {
     package init(wireJSON reader: inout WireJSONReader) throws {
         var operations = WireJSONField<[ItemBatchOperation]>()
+        var chunks: [InlineChunk] = []
         try reader.readObject { reader, key in
             switch key {
             case "operations":
                 var list: [ItemBatchOperation] = []
                 try reader.readArray { reader in list.append(try reader.read(ItemBatchOperation.self)) }
                 operations.set(list)
+            case "chunks":
+                try reader.readArray { reader in chunks.append(try reader.read(InlineChunk.self)) }
             default: try reader.skipValue()
             }
         }
-        self.init(operations: try operations.required())
+        self.init(operations: try operations.required(), chunks: chunks)
+    }
+}
+
+extension InlineChunk: WireJSONReadable {
+    package init(wireJSON reader: inout WireJSONReader) throws {
+        var hash = WireJSONField<ChunkHash>()
+        var data = WireJSONField<Data>()
+        try reader.readObject { reader, key in
+            switch key {
+            case "hash": hash.set(try ChunkHash(reader.readString()))
+            case "data":
+                // Text that is not base64 is left to Foundation's decoder, which refuses it.
+                guard let bytes = Data(base64Encoded: try reader.readString()) else { throw WireJSONUnread() }
+                data.set(bytes)
+            default: try reader.skipValue()
+            }
+        }
+        self.init(hash: try hash.required(), data: try data.required())
     }
 }
 

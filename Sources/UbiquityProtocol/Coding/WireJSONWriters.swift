@@ -200,6 +200,19 @@ extension Change: WireJSONWritable {
 extension ItemBatchRequest: WireJSONWritable {
     package func writeWireJSON(to writer: inout WireJSONWriter) throws {
         writer.openObject()
+        if !chunks.isEmpty {
+            writer.key("chunks")
+            writer.openArray()
+            for chunk in chunks {
+                writer.openObject()
+                writer.key("data")
+                writer.string(chunk.data.base64EncodedString())
+                writer.key("hash")
+                writer.string(chunk.hash.string)
+                writer.closeObject()
+            }
+            writer.closeArray()
+        }
         writer.key("operations")
         writer.openArray()
         for operation in operations { try writer.value(operation) }

@@ -196,7 +196,20 @@ enum OpenAPISchemas {
                                 object(["commit": ref("VersionPayload")], required: ["commit"]),
                             ]
                         ],
-                    ]
+                    ],
+                    "chunks": array(
+                        object(
+                            [
+                                "hash": hash,
+                                "data": [
+                                    "type": "string", "contentEncoding": "base64",
+                                    "pattern": "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+                                    "description": "the chunk's bytes, standard base64 with padding",
+                                ],
+                            ], required: ["hash", "data"],
+                            description: "a chunk an operation's version names, stored before the operations apply "
+                                + "(at most 4 MiB of them a request); an operation naming one whose bytes are not "
+                                + "its hash's is refused alone")),
                 ], required: ["operations"]),
             "ItemBatchResponse": object(
                 [

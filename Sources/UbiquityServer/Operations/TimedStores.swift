@@ -94,6 +94,13 @@ struct TimedMetadataStore: MetadataStore {
     {
         try await timings.time("item_batch") { try await base.applyItemBatch(operations, in: container) }
     }
+    func applyItemBatch(
+        _ operations: [ItemBatchOperation], addingChunks chunks: [ChunkReference], in container: ContainerKey
+    ) async throws -> (chunks: [ChunkAddition], results: [Result<ItemResponse, ProtocolError>]) {
+        try await timings.time("item_batch") {
+            try await base.applyItemBatch(operations, addingChunks: chunks, in: container)
+        }
+    }
     func moveItem(_ id: ItemID, to path: ItemPath, in container: ContainerKey) async throws -> ItemResponse {
         try await timings.time("move_item") { try await base.moveItem(id, to: path, in: container) }
     }

@@ -59,6 +59,12 @@ public protocol MetadataStore: Sendable {
     /// - Throws: A failure of the store (not a refusal), after which any of them may or may not have applied.
     func applyItemBatch(_ operations: [ItemBatchOperation], in container: ContainerKey) async throws
         -> [Result<ItemResponse, ProtocolError>]
+    /// Records chunks whose bytes are stored (as ``addChunks(_:to:)``, for the container's account) and then applies
+    /// the operations (as ``applyItemBatch(_:in:)``): a batch that brought its chunks with it. A driver records them
+    /// in the operations' transaction where it can.
+    func applyItemBatch(
+        _ operations: [ItemBatchOperation], addingChunks chunks: [ChunkReference], in container: ContainerKey
+    ) async throws -> (chunks: [ChunkAddition], results: [Result<ItemResponse, ProtocolError>])
     /// Renames or moves an item.
     func moveItem(_ id: ItemID, to path: ItemPath, in container: ContainerKey) async throws -> ItemResponse
     /// Deletes an item (it stays as a tombstone).
@@ -104,6 +110,14 @@ public enum ChunkAddition: Sendable, Equatable {
 }
 
 extension MetadataStore {
+    /// Records the chunks in one transaction and applies the operations in the next ones.
+    public func applyItemBatch(
+        _ operations: [ItemBatchOperation], addingChunks chunks: [ChunkReference], in container: ContainerKey
+    ) async throws -> (chunks: [ChunkAddition], results: [Result<ItemResponse, ProtocolError>]) {
+        let added = try await addChunks(chunks, to: container.account)
+        return (added, try await applyItemBatch(operations, in: container))
+    }
+
     /// Records that the account has a chunk (see ``addChunks(_:to:)``).
     /// - Returns: `false` when the account had it already.
     /// - Throws: ``ProtocolError/Code/quotaExceeded`` when a new chunk would take the account over its quota.

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Synchronization
 import Testing
@@ -23,6 +24,15 @@ struct ItemRequestBatcherTests {
         }
 
         func open() { opening.yield() }
+
+        /// The chunks each request brought, in the order sent.
+        let broughtChunks = Mutex<[[ChunkHash]]>([])
+
+        /// Records the chunks `request` brings, then answers its operations as ``send(_:)-([ItemBatchOperation])``.
+        func send(_ request: ItemBatchRequest) async throws -> ItemBatchResponse {
+            broughtChunks.withLock { $0.append(request.chunks.map(\.hash)) }
+            return try await send(request.operations)
+        }
 
         func send(_ operations: [ItemBatchOperation]) async throws -> ItemBatchResponse {
             let number = batches.withLock { batches in
@@ -64,7 +74,7 @@ struct ItemRequestBatcherTests {
     )
     func concurrentRequestsShareABatch() async throws {
         let service = FakeService()
-        let batcher = ItemRequestBatcher(send: { try await service.send($0) })
+        let batcher = ItemRequestBatcher(send: { try await service.send($0.operations) })
         let lone = try Self.create("Documents/First")
         let first = Task { try await batcher.createItem(lone) }
         #expect(await eventually { service.batches.withLock { $0.count } == 1 })
@@ -100,7 +110,7 @@ struct ItemRequestBatcherTests {
     @Test("The sender returns once its own batch is answered; the next batch goes from the oldest waiting caller")
     func senderDoesNotSendForOthers() async throws {
         let service = FakeService(holding: 2)
-        let batcher = ItemRequestBatcher(send: { try await service.send($0) })
+        let batcher = ItemRequestBatcher(send: { try await service.send($0.operations) })
         let first = Task { try await batcher.createItem(try Self.create("Documents/First")) }
         #expect(await eventually { service.batches.withLock { $0.count } == 1 })
         let requests = try (0..<3).map { try Self.create("Documents/Next \($0)") }
@@ -116,14 +126,24 @@ struct ItemRequestBatcherTests {
         for (request, task) in zip(requests, others) { #expect(try await task.value.item.id == request.id) }
     }
 
-    @Test("A batch the service finds too large is sent again one operation a request, each answered as before")
+    @Test(
+        "A batch the service finds too large is sent again one operation a request, each answered as before and bringing only its own chunks"
+    )
     func tooLargeBatchIsSentOneByOne() async throws {
         let service = FakeService()
         let batcher = ItemRequestBatcher(send: { try await service.send($0) })
         let first = Task { try await batcher.createItem(try Self.create("Documents/First")) }
         #expect(await eventually { service.batches.withLock { $0.count } == 1 })
         let requests = try [Self.create("Large/One"), Self.create("Large/Two"), Self.create("Refused/Three")]
-        let others = requests.map { request in Task { try await batcher.createItem(request) } }
+        let chunks = try (0..<3).map { index in
+            let data = Data("chunk \(index)".utf8)
+            return InlineChunk(hash: try ChunkHash(digest: SHA256.hash(data: data)), data: data)
+        }
+        // The first two bring a chunk each and one they share; the third brings none.
+        let brought = [[chunks[0], chunks[1]], [chunks[1], chunks[2]], []]
+        let others = zip(requests, brought).map { request, chunks in
+            Task { try await batcher.createItem(request, bringing: chunks) }
+        }
         #expect(await eventually { batcher.queuedCount == 3 })
         service.open()
         _ = try await first.value
@@ -132,6 +152,10 @@ struct ItemRequestBatcherTests {
         #expect((await others[2].result.thrownError as? ProtocolError)?.code == .pathCollision)
         // The refused batch of three, then each of its operations alone.
         #expect(service.batches.withLock { $0.map(\.count) } == [1, 3, 1, 1, 1])
+        // The batch of three brought each chunk once; each operation sent alone brought only its own.
+        let sent = service.broughtChunks.withLock { $0 }
+        #expect(Set(sent[1]) == Set(chunks.map(\.hash)) && sent[1].count == 3)
+        #expect(sent[2...].map(Set.init) == brought.map { Set($0.map(\.hash)) })
     }
 
     @Test(
@@ -139,7 +163,7 @@ struct ItemRequestBatcherTests {
     )
     func failedBatchFailsEveryCaller() async throws {
         let service = FakeService()
-        let batcher = ItemRequestBatcher(send: { try await service.send($0) })
+        let batcher = ItemRequestBatcher(send: { try await service.send($0.operations) })
         let first = Task { try await batcher.createItem(try Self.create("Documents/First")) }
         #expect(await eventually { service.batches.withLock { $0.count } == 1 })
         let doomed = try [Self.create("Documents/Fine"), Self.create("Down/Lost")].map { request in

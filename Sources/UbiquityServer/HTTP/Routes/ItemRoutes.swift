@@ -31,7 +31,10 @@ extension RouteEnvironment {
                     return .commit(version)
                 }
             }
-            let results = try await store.applyItemBatch(operations, in: container)
+            let results =
+                body.chunks.isEmpty
+                ? try await store.applyItemBatch(operations, in: container)
+                : try await applyItemBatch(operations, bringing: body.chunks, in: container)
             let applied = results.compactMap { try? $0.get() }
             for response in applied where response.version != nil || response.item.isDeleted {
                 drafts.committed(response.item.id, in: container)

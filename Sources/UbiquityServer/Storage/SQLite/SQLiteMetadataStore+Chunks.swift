@@ -32,46 +32,50 @@ extension SQLiteMetadataStore {
 
     public func addChunks(_ chunks: [ChunkReference], to account: AccountID) async throws -> [ChunkAddition] {
         guard !chunks.isEmpty else { return [] }
-        return try await committer.write { db in
-            guard
-                let row = try db.fetchRow(
-                    sql: "SELECT quota_bytes, used_bytes FROM account WHERE id = ?", arguments: [account.string])
-            else { throw ProtocolError(.unauthorized, "the account no longer exists") }
-            var used: Int64 = row["used_bytes"]
-            let quota: Int64? = row["quota_bytes"]
-            let sizes = try Self.sizes(of: chunks.map(\.hash), of: account, in: db)
-            var recorded = Set(sizes.keys)
-            var outcomes: [ChunkAddition] = []
-            var added: Int64 = 0
-            for chunk in chunks {
-                guard !recorded.contains(chunk.hash) else {
-                    outcomes.append(.known)
-                    continue
-                }
-                if let quota, chunk.size > quota - used {
-                    outcomes.append(
-                        .refused(
-                            ProtocolError(
-                                .quotaExceeded,
-                                "storing \(chunk.size) more bytes would take the account over its \(quota)-byte "
-                                    + "quota (\(used) used)")))
-                    continue
-                }
-                try db.run(
-                    sql: "INSERT INTO chunk (account_id, hash, size) VALUES (?, ?, ?)",
-                    arguments: [account.string, chunk.hash.string, chunk.size])
-                recorded.insert(chunk.hash)
-                used += chunk.size
-                added += chunk.size
-                outcomes.append(.added)
+        return try await committer.write { db in try Self.add(chunks, to: account, in: db) }
+    }
+
+    /// Records `chunks` for the account in `db`'s transaction (``addChunks(_:to:)``).
+    static func add(_ chunks: [ChunkReference], to account: AccountID, in db: Database) throws -> [ChunkAddition] {
+        guard !chunks.isEmpty else { return [] }
+        guard
+            let row = try db.fetchRow(
+                sql: "SELECT quota_bytes, used_bytes FROM account WHERE id = ?", arguments: [account.string])
+        else { throw ProtocolError(.unauthorized, "the account no longer exists") }
+        var used: Int64 = row["used_bytes"]
+        let quota: Int64? = row["quota_bytes"]
+        let sizes = try Self.sizes(of: chunks.map(\.hash), of: account, in: db)
+        var recorded = Set(sizes.keys)
+        var outcomes: [ChunkAddition] = []
+        var added: Int64 = 0
+        for chunk in chunks {
+            guard !recorded.contains(chunk.hash) else {
+                outcomes.append(.known)
+                continue
             }
-            if added > 0 {
-                try db.run(
-                    sql: "UPDATE account SET used_bytes = used_bytes + ? WHERE id = ?",
-                    arguments: [added, account.string])
+            if let quota, chunk.size > quota - used {
+                outcomes.append(
+                    .refused(
+                        ProtocolError(
+                            .quotaExceeded,
+                            "storing \(chunk.size) more bytes would take the account over its \(quota)-byte "
+                                + "quota (\(used) used)")))
+                continue
             }
-            return outcomes
+            try db.run(
+                sql: "INSERT INTO chunk (account_id, hash, size) VALUES (?, ?, ?)",
+                arguments: [account.string, chunk.hash.string, chunk.size])
+            recorded.insert(chunk.hash)
+            used += chunk.size
+            added += chunk.size
+            outcomes.append(.added)
         }
+        if added > 0 {
+            try db.run(
+                sql: "UPDATE account SET used_bytes = used_bytes + ? WHERE id = ?",
+                arguments: [added, account.string])
+        }
+        return outcomes
     }
 
     /// Which of `hashes` the account lacks, each once, in the order given.

@@ -32,25 +32,43 @@ extension SQLiteMetadataStore {
         let now = clock()
         let retention = retention
         return try await committer.write { db in
-            try operations.map { operation -> Result<ItemResponse, ProtocolError> in
-                do {
-                    return .success(
-                        try db.inPreparedSavepoint {
-                            switch operation {
-                            case .create(let request):
-                                if let version = request.version {
-                                    try version.check(fits: request.kind, of: request.id)
-                                }
-                                return try Self.createItem(
-                                    request, in: container, db: db, retention: retention, now: now)
-                            case .commit(let version):
-                                return try Self.commit(
-                                    version, in: container, db: db, retention: retention, now: now)
+            try Self.apply(operations, in: container, db: db, retention: retention, now: now)
+        }
+    }
+
+    /// Records the chunks and applies the operations in one transaction.
+    public func applyItemBatch(
+        _ operations: [ItemBatchOperation], addingChunks chunks: [ChunkReference], in container: ContainerKey
+    ) async throws -> (chunks: [ChunkAddition], results: [Result<ItemResponse, ProtocolError>]) {
+        let now = clock()
+        let retention = retention
+        return try await committer.write { db in
+            let added = try Self.add(chunks, to: container.account, in: db)
+            return (added, try Self.apply(operations, in: container, db: db, retention: retention, now: now))
+        }
+    }
+
+    /// Applies `operations` in `db`'s transaction, each in a savepoint of its own.
+    private static func apply(
+        _ operations: [ItemBatchOperation], in container: ContainerKey, db: Database, retention: VersionRetention,
+        now: Date
+    ) throws -> [Result<ItemResponse, ProtocolError>] {
+        try operations.map { operation -> Result<ItemResponse, ProtocolError> in
+            do {
+                return .success(
+                    try db.inPreparedSavepoint {
+                        switch operation {
+                        case .create(let request):
+                            if let version = request.version {
+                                try version.check(fits: request.kind, of: request.id)
                             }
-                        })
-                } catch let error as ProtocolError {
-                    return .failure(error)
-                }
+                            return try createItem(request, in: container, db: db, retention: retention, now: now)
+                        case .commit(let version):
+                            return try commit(version, in: container, db: db, retention: retention, now: now)
+                        }
+                    })
+            } catch let error as ProtocolError {
+                return .failure(error)
             }
         }
     }
