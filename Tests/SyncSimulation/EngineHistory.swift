@@ -182,6 +182,9 @@ public final class EngineHistory: @unchecked Sendable {
     /// Up to what size a version's chunks go in the request that commits it: none for three seeds in seven, so that
     /// small files' chunks also go up first on their own; the engine's default for the rest.
     var inlineUploadBytes: Int64 { seed % 7 < 3 ? 0 : 64 << 10 }
+    /// How many bytes of new small files' content a feed page is asked to carry: none for four seeds in eleven, so
+    /// that they are downloaded too; the engine's default for the rest.
+    var feedChunkBytes: Int { seed % 11 < 4 ? 0 : ChangePage.maximumChunkBytes }
 
     /// Chunks of 2 to 32 bytes, about 8 on average.
     static let smallChunker = FileChunker(
@@ -269,7 +272,7 @@ public final class EngineHistory: @unchecked Sendable {
             makeIdentifier: { [unowned self] in self.random.uuid() }, taskExecutor: executor,
             // Pages of a few items, so that histories plan across pages: a page's waiting items give way to the next.
             planningPage: planningPage, pipelinedUploadBytes: pipelinedUploadBytes,
-            inlineUploadBytes: inlineUploadBytes)
+            inlineUploadBytes: inlineUploadBytes, feedChunkBytes: feedChunkBytes)
         // A killed engine's lock was let go (unlocked, not only closed), so a new engine takes it at once.
         let sync = try ContainerSync(
             layout: device.layout, client: Self.unusedClient, service: service, device: device.saving,

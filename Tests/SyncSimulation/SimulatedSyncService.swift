@@ -1097,9 +1097,25 @@ public struct SimulatedSyncService: SyncService {
 
     // MARK: Change feed and key-value store
 
-    public func changes(in container: ContainerID, since: ChangeToken?, limit: Int) async throws -> ChangePage {
+    public func changes(in container: ContainerID, since: ChangeToken?, limit: Int, chunkBytes: Int) async throws
+        -> ChangePage
+    {
         try await call("changes since \(since?.description ?? "the start")", in: container) {
-            try answered(try world.changes(since: since, limit: limit))
+            var page = try world.changes(since: since, limit: limit)
+            // As the real route adds them: the chunks of the page's small first versions other devices saved, up to
+            // the bytes asked for, a version whose chunks do not all fit left out.
+            var seen = Set<ChunkHash>()
+            var left = min(chunkBytes, ChangePage.maximumChunkBytes)
+            for version in page.versions where version.savingDevice.id != device?.id {
+                let new = version.manifest.chunks.filter { !seen.contains($0.hash) }
+                guard new.reduce(0, { $0 + Int($1.size) }) <= left else { continue }
+                for chunk in new where seen.insert(chunk.hash).inserted {
+                    guard let bytes = try? world.chunk(chunk.hash) else { continue }
+                    page.chunks.append(InlineChunk(hash: chunk.hash, data: Data(bytes)))
+                    left -= bytes.count
+                }
+            }
+            return try answered(page)
         }
     }
 

@@ -146,6 +146,9 @@ struct WireJSONDecoderTests {
             for page in [
                 ChangePage(changes: changes, nextToken: token, hasMore: true),
                 ChangePage(changes: [], nextToken: token, hasMore: false),
+                ChangePage(
+                    changes: changes, nextToken: token, hasMore: false, versions: [first],
+                    chunks: [InlineChunk(hash: first.contentHash, data: Data([0xFB, 0xFF, 0x00]))]),
             ] {
                 Self.expectSame(ChangePage.self, Self.text(page, formatting), readDirectly: true)
             }

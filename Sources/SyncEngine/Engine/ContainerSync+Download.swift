@@ -214,7 +214,7 @@ extension ContainerSync {
             offsets.append(position)
             position += chunk.size
         }
-        let (chunkRequests, folder, disk) = (chunkRequests, layout.folder, disk)
+        let (chunkRequests, held, folder, disk) = (chunkRequests, heldChunks, layout.folder, disk)
         // Where local files hold the chunks still to come, asked once for all (off the actor: many look-ups).
         let (state, wanted) = (state, chunks[index...].map(\.hash))
         let local = try await onDisk { try state.chunkLocations(of: wanted) }
@@ -239,8 +239,8 @@ extension ContainerSync {
                         (
                             number,
                             try await Self.fetch(
-                                chunk, requests: chunkRequests, local: local[chunk.hash] ?? [], folder: folder,
-                                disk: disk, checking: checkingEachChunk)
+                                chunk, requests: chunkRequests, held: held, local: local[chunk.hash] ?? [],
+                                folder: folder, disk: disk, checking: checkingEachChunk)
                         )
                     }
                     continue
@@ -304,15 +304,20 @@ extension ContainerSync {
         }
     }
 
-    /// The bytes of one chunk: from a local file that has it (`local`, checked against its hash), else from the
-    /// service (in a request with the other operations' chunks asked for meanwhile; checked when `checking`, and
-    /// always of its length).
+    /// The bytes of one chunk: from a local file that has it (`local`, checked against its hash), else as the last
+    /// feed page carried it (`held`) or from the service (in a request with the other operations' chunks asked for
+    /// meanwhile); either checked when `checking`, and always of its length.
     private static func fetch(
-        _ chunk: ChunkReference, requests: RequestBatcher<ChunkReference, Data>, local: [LocalChunkLocation],
-        folder: URL, disk: any LocalDisk, checking: Bool
+        _ chunk: ChunkReference, requests: RequestBatcher<ChunkReference, Data>, held: HeldChunks,
+        local: [LocalChunkLocation], folder: URL, disk: any LocalDisk, checking: Bool
     ) async throws -> Data {
         if let bytes = localCopy(of: chunk, at: local, folder: folder, disk: disk) { return bytes }
-        let bytes = try await requests.submit(chunk)
+        let bytes: Data
+        if let carried = held.bytes(of: chunk.hash) {
+            bytes = carried
+        } else {
+            bytes = try await requests.submit(chunk)
+        }
         guard Int64(bytes.count) == chunk.size,
             !checking || (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash
         else {

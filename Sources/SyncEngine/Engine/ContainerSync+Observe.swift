@@ -325,11 +325,13 @@ extension ContainerSync {
         while true {
             let page: ChangePage
             do {
-                page = try await service.changes(in: container, since: token, limit: 500)
+                page = try await service.changes(
+                    in: container, since: token, limit: 500, chunkBytes: configuration.feedChunkBytes)
             } catch let error as ProtocolError where error.code == .changeTokenExpired {
                 token = nil  // the feed was reset: read it again from the start; observing is idempotent
                 continue
             }
+            heldChunks.replace(with: page.chunks)
             var touched: [ItemID] = []
             var changes: [ItemID: [Change]] = [:]
             let versions = Dictionary(page.versions.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })

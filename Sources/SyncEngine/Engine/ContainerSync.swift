@@ -45,6 +45,9 @@ public actor ContainerSync {
         /// that creates or commits it, rather than uploading them first (64 KiB by default; with 0 only a version
         /// whose chunks the service has is sent without an upload first).
         public var inlineUploadBytes: Int64
+        /// Up to how many bytes of the content of small new files other devices saved a feed page is asked to carry
+        /// (``ChangePage/chunks``), so that they need no download request of their own (1 MiB by default; 0: none).
+        public var feedChunkBytes: Int
 
         /// Creates a configuration; the defaults are documented on each field.
         public init(
@@ -52,11 +55,12 @@ public actor ContainerSync {
             keyValueLimits: KeyValueLimits = .apple, disk: any LocalDisk = PosixDisk(),
             makeIdentifier: @escaping @Sendable () -> UUID = { UUID.random() }, taskExecutor: (any TaskExecutor)? = nil,
             planningPage: Int = ContainerSync.defaultPlanningPage, pipelinedUploadBytes: Int64 = 16 << 20,
-            inlineUploadBytes: Int64 = 64 << 10
+            inlineUploadBytes: Int64 = 64 << 10, feedChunkBytes: Int = ChangePage.maximumChunkBytes
         ) {
             self.planningPage = max(1, planningPage)
             self.pipelinedUploadBytes = pipelinedUploadBytes
             self.inlineUploadBytes = inlineUploadBytes
+            self.feedChunkBytes = feedChunkBytes
             self.eagerDownloadLimit = eagerDownloadLimit
             self.chunker = chunker
             self.keyValueLimits = keyValueLimits
@@ -77,6 +81,8 @@ public actor ContainerSync {
     /// The chunk downloads of concurrent operations (many small files, a large file's next chunks), sent to
     /// `service` together.
     nonisolated let chunkRequests: RequestBatcher<ChunkReference, Data>
+    /// The chunk bytes the last feed page carried, which downloads take before asking the service.
+    nonisolated let heldChunks = HeldChunks()
     /// The small chunk uploads of concurrent operations (many small files), sent to `service` together.
     nonisolated let smallUploads: RequestBatcher<[UploadChunk], Void>
     /// The reads of new small files that concurrent operations ask for, taken under one coordination.

@@ -204,9 +204,14 @@ extension ServiceClient {
 
     // MARK: Change feed and key-value store
 
-    /// A page of the container's change feed after `since` (from the start without it).
-    public func changes(in container: ContainerID, since: ChangeToken?, limit: Int = 1000) async throws -> ChangePage {
-        let query = "changes?limit=\(limit)" + (since.map { "&since=\($0)" } ?? "")
+    /// A page of the container's change feed after `since` (from the start without it), carrying up to
+    /// `chunkBytes` bytes of the chunks of the small new versions other devices saved.
+    public func changes(in container: ContainerID, since: ChangeToken?, limit: Int = 1000, chunkBytes: Int = 0)
+        async throws -> ChangePage
+    {
+        let query =
+            "changes?limit=\(limit)" + (since.map { "&since=\($0)" } ?? "")
+            + (chunkBytes > 0 ? "&chunkBytes=\(chunkBytes)" : "")
         return try await get(Self.path(container, query), as: ChangePage.self)
     }
 

@@ -40,8 +40,10 @@ public protocol SyncService: Sendable {
     /// Downloads several chunks in one request; a chunk the service lacks is left out. Each is checked by the
     /// caller.
     func downloadChunks(_ chunks: [ChunkReference], in container: ContainerID) async throws -> [ChunkHash: Data]
-    /// A page of the change feed after `since`.
-    func changes(in container: ContainerID, since: ChangeToken?, limit: Int) async throws -> ChangePage
+    /// A page of the change feed after `since`, carrying up to `chunkBytes` bytes of the chunks of the small new
+    /// versions it names that other devices saved (``ChangePage/chunks``).
+    func changes(in container: ContainerID, since: ChangeToken?, limit: Int, chunkBytes: Int) async throws
+        -> ChangePage
     /// The key-value store's changes after `since`.
     func keyValues(in container: ContainerID, since: ChangeToken?) async throws -> KeyValueChanges
     /// Applies a batch of key-value writes.
@@ -60,6 +62,11 @@ public protocol SyncService: Sendable {
 }
 
 extension SyncService {
+    /// A page of the change feed after `since`, without chunks.
+    public func changes(in container: ContainerID, since: ChangeToken?, limit: Int) async throws -> ChangePage {
+        try await changes(in: container, since: since, limit: limit, chunkBytes: 0)
+    }
+
     /// A service without drafts keeps none: the draft's length is 0.
     public func appendDraft(
         _ request: DraftAppendRequest, to version: VersionID, of item: ItemID, in container: ContainerID

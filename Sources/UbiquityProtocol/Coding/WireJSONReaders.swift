@@ -309,6 +309,7 @@ extension ChangePage: WireJSONReadable {
         var nextToken = WireJSONField<ChangeToken>()
         var hasMore = WireJSONField<Bool>()
         var versions: [VersionRecord] = []
+        var chunks: [InlineChunk] = []
         try reader.readObject { reader, key in
             switch key {
             case "changes":
@@ -318,12 +319,13 @@ extension ChangePage: WireJSONReadable {
             case "nextToken": nextToken.set(ChangeToken(try reader.readString()))
             case "hasMore": hasMore.set(try reader.readBool())
             case "versions": try reader.readArray { reader in versions.append(try reader.read(VersionRecord.self)) }
+            case "chunks": try reader.readArray { reader in chunks.append(try reader.read(InlineChunk.self)) }
             default: try reader.skipValue()
             }
         }
         self.init(
             changes: try changes.required(), nextToken: try nextToken.required(), hasMore: try hasMore.required(),
-            versions: versions)
+            versions: versions, chunks: chunks)
     }
 }
 

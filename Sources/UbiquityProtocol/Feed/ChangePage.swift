@@ -11,17 +11,28 @@ public struct ChangePage: Hashable, Sendable, Codable {
     /// current), so that a device hearing of many new small items need not ask for each (a hint: a device may always
     /// ask, and the service may leave any out).
     public var versions: [VersionRecord]
+    /// The bytes of chunks `versions` name, when the page was asked for with `chunkBytes=N`: of versions another
+    /// device saved, up to `N` bytes in all (at most ``maximumChunkBytes``), so that a device hearing of new small
+    /// files gets their content with the news (a hint too: a chunk left out is downloaded as usual).
+    public var chunks: [InlineChunk]
+
+    /// The most bytes of chunks a page carries, whatever is asked for.
+    public static let maximumChunkBytes = 1 << 20
 
     /// Creates a page.
-    public init(changes: [Change], nextToken: ChangeToken, hasMore: Bool, versions: [VersionRecord] = []) {
+    public init(
+        changes: [Change], nextToken: ChangeToken, hasMore: Bool, versions: [VersionRecord] = [],
+        chunks: [InlineChunk] = []
+    ) {
         self.changes = changes
         self.nextToken = nextToken
         self.hasMore = hasMore
         self.versions = versions
+        self.chunks = chunks
     }
 
     private enum CodingKeys: String, CodingKey {
-        case changes, nextToken, hasMore, versions
+        case changes, nextToken, hasMore, versions, chunks
     }
 
     public init(from decoder: any Decoder) throws {
@@ -30,6 +41,7 @@ public struct ChangePage: Hashable, Sendable, Codable {
         nextToken = try container.decode(ChangeToken.self, forKey: .nextToken)
         hasMore = try container.decode(Bool.self, forKey: .hasMore)
         versions = try container.decodeIfPresent([VersionRecord].self, forKey: .versions) ?? []
+        chunks = try container.decodeIfPresent([InlineChunk].self, forKey: .chunks) ?? []
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -38,5 +50,6 @@ public struct ChangePage: Hashable, Sendable, Codable {
         try container.encode(nextToken, forKey: .nextToken)
         try container.encode(hasMore, forKey: .hasMore)
         if !versions.isEmpty { try container.encode(versions, forKey: .versions) }
+        if !chunks.isEmpty { try container.encode(chunks, forKey: .chunks) }
     }
 }

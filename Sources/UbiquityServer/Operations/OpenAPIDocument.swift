@@ -149,6 +149,11 @@ public enum OpenAPIDocument {
             query: [
                 ("since", "a token from an earlier page or list; omit to start at the beginning"),
                 ("limit", "the most changes to return (at most the service's page limit)"),
+                (
+                    "chunkBytes",
+                    "carry in `chunks` the bytes of the page's small first versions saved by other devices, up to "
+                        + "this many in all (at most 1 MiB)"
+                ),
             ],
             errors: [400, 410]),
         Operation(
@@ -175,6 +180,7 @@ public enum OpenAPIDocument {
         case "since": ["type": "string", "minLength": 1]
         case "from": ["type": "integer", "minimum": 0, "maximum": Int64.max]
         case "limit": ["type": "integer", "minimum": 1, "maximum": Int64.max]
+        case "chunkBytes": ["type": "integer", "minimum": 0, "maximum": Int64.max]
         default: ["type": "string"]
         }
     }

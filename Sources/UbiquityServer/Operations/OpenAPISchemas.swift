@@ -197,20 +197,22 @@ enum OpenAPISchemas {
                             ]
                         ],
                     ],
-                    "chunks": array(
-                        object(
-                            [
-                                "hash": hash,
-                                "data": [
-                                    "type": "string", "contentEncoding": "base64",
-                                    "pattern": "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
-                                    "description": "the chunk's bytes, standard base64 with padding",
-                                ],
-                            ], required: ["hash", "data"],
-                            description: "a chunk an operation's version names, stored before the operations apply "
-                                + "(at most 4 MiB of them a request); an operation naming one whose bytes are not "
-                                + "its hash's is refused alone")),
+                    "chunks": [
+                        "type": "array", "items": ref("InlineChunk"),
+                        "description": "chunks the operations' versions name, stored before the operations apply "
+                            + "(at most 4 MiB of them a request); an operation naming one whose bytes are not its "
+                            + "hash's is refused alone",
+                    ],
                 ], required: ["operations"]),
+            "InlineChunk": object(
+                [
+                    "hash": hash,
+                    "data": [
+                        "type": "string", "contentEncoding": "base64",
+                        "pattern": "^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+                        "description": "the chunk's bytes, standard base64 with padding",
+                    ],
+                ], required: ["hash", "data"]),
             "ItemBatchResponse": object(
                 [
                     "results": array([
@@ -277,7 +279,7 @@ enum OpenAPISchemas {
             "ChangePage": object(
                 [
                     "changes": array(ref("Change")), "nextToken": string, "hasMore": boolean,
-                    "versions": array(ref("VersionRecord")),
+                    "versions": array(ref("VersionRecord")), "chunks": array(ref("InlineChunk")),
                 ],
                 required: ["changes", "nextToken", "hasMore"]),
             "PropertyListValue": [

@@ -17,7 +17,19 @@ extension RouteEnvironment {
                 }
                 limit = min(value, pageLimit)
             }
-            return try json(try await store.changes(in: container, since: since, limit: limit))
+            var budget = 0
+            if let text = query["chunkBytes"] {
+                guard let value = Int(String(text)), value >= 0 else {
+                    throw ProtocolError(.malformedRequest, "chunkBytes must be a whole number, 0 or more")
+                }
+                budget = min(value, ChangePage.maximumChunkBytes)
+            }
+            var page = try await store.changes(in: container, since: since, limit: limit)
+            if budget > 0, !page.versions.isEmpty {
+                let device = try context.requireIdentity().info.device.id
+                page.chunks = try await chunks(of: page.versions, savedByOtherThan: device, upTo: budget, in: container)
+            }
+            return try json(page)
         }
         router.get("containers/{container}/kv") { request, context -> Response in
             let container = try context.container()
@@ -37,5 +49,32 @@ extension RouteEnvironment {
             }
             return try json(response)
         }
+    }
+
+    /// The bytes of the chunks `versions` name, of those another device than `device` saved, each once, up to
+    /// `budget` bytes in all; a version whose chunks do not all fit is left for the device to download.
+    private func chunks(
+        of versions: [VersionRecord], savedByOtherThan device: DeviceID, upTo budget: Int, in container: ContainerKey
+    ) async throws -> [InlineChunk] {
+        var carried: [InlineChunk] = []
+        var seen = Set<ChunkHash>()
+        var left = budget
+        for version in versions where version.savingDevice.id != device {
+            let new = version.manifest.chunks.filter { !seen.contains($0.hash) }
+            let size = new.reduce(0) { $0 + Int($1.size) }
+            guard size <= left else { continue }
+            for chunk in new where seen.insert(chunk.hash).inserted {
+                // Gone since the page was read (its version removed): the device downloads it, and hears why.
+                guard let reader = try await self.chunks.read(chunk.hash, of: container.account, pieceSize: 256 << 10)
+                else { continue }
+                var bytes = Data()
+                for try await piece in reader { bytes.append(contentsOf: piece) }
+                guard bytes.count == chunk.size else { continue }
+                carried.append(InlineChunk(hash: chunk.hash, data: bytes))
+                metrics.bytesOut.increment(by: Int64(bytes.count))
+                left -= bytes.count
+            }
+        }
+        return carried
     }
 }
