@@ -133,6 +133,11 @@ struct WireJSONEncoderTests {
         try Self.expectSame(delta)
         try Self.expectSame(VersionPayload(edited))
         try Self.expectSame(ItemBatchRequest(operations: [.commit(delta), .create(requests[0])]))
+        try Self.expectSame(ChangePage(changes: changes, nextToken: token, hasMore: true))
+        try Self.expectSame(
+            ChangePage(
+                changes: changes, nextToken: token, hasMore: false, versions: [first, package],
+                chunks: [InlineChunk(hash: hash("c"), data: Data([0xFB, 0xFF, 0x00]))]))
         try Self.expectSame(
             ItemBatchRequest(
                 operations: [.create(requests[0])],

@@ -203,20 +203,51 @@ extension ItemBatchRequest: WireJSONWritable {
         if !chunks.isEmpty {
             writer.key("chunks")
             writer.openArray()
-            for chunk in chunks {
-                writer.openObject()
-                writer.key("data")
-                writer.string(chunk.data.base64EncodedString())
-                writer.key("hash")
-                writer.string(chunk.hash.string)
-                writer.closeObject()
-            }
+            for chunk in chunks { try writer.value(chunk) }
             writer.closeArray()
         }
         writer.key("operations")
         writer.openArray()
         for operation in operations { try writer.value(operation) }
         writer.closeArray()
+        writer.closeObject()
+    }
+}
+
+extension InlineChunk: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        writer.key("data")
+        writer.string(data.base64EncodedString())
+        writer.key("hash")
+        writer.string(hash.string)
+        writer.closeObject()
+    }
+}
+
+extension ChangePage: WireJSONWritable {
+    package func writeWireJSON(to writer: inout WireJSONWriter) throws {
+        writer.openObject()
+        writer.key("changes")
+        writer.openArray()
+        for change in changes { try writer.value(change) }
+        writer.closeArray()
+        if !chunks.isEmpty {
+            writer.key("chunks")
+            writer.openArray()
+            for chunk in chunks { try writer.value(chunk) }
+            writer.closeArray()
+        }
+        writer.key("hasMore")
+        writer.bool(hasMore)
+        writer.key("nextToken")
+        writer.string(nextToken.string)
+        if !versions.isEmpty {
+            writer.key("versions")
+            writer.openArray()
+            for version in versions { try writer.value(version) }
+            writer.closeArray()
+        }
         writer.closeObject()
     }
 }
