@@ -121,12 +121,15 @@ public final class ServiceWorld: Sendable {
     /// All of it at one moment of the world (the real route's one transaction).
     /// - Throws: ``ProtocolError/Code/bodyTooLarge`` for a chunk over the limit (nothing applied).
     public func applyItemBatch(_ request: ItemBatchRequest) throws -> ItemBatchResponse {
-        let actual = request.chunks.map { Self.hash(of: Array($0.data)) }  // outside the lock: hashing is the slow part
+        // Only the chunks an operation names, as the real route looks at no other.
+        let named = Set(request.operations.flatMap { $0.namedChunks.map(\.hash) })
+        let brought = request.chunks.filter { named.contains($0.hash) }
+        let actual = brought.map { Self.hash(of: Array($0.data)) }  // outside the lock: hashing is the slow part
         let now = retentionInstant()
         return try state.withLock { state in
             var wrong: [ChunkHash: ProtocolError] = [:]
             var right: [(hash: ChunkHash, bytes: [UInt8])] = []
-            for (chunk, hash) in zip(request.chunks, actual) {
+            for (chunk, hash) in zip(brought, actual) {
                 if hash == chunk.hash {
                     right.append((chunk.hash, Array(chunk.data)))
                 } else {
@@ -911,6 +914,8 @@ public struct SimulatedSyncService: SyncService {
     public let usesJSON: Bool
     /// Called with the item as a deletion of it reaches the world, before it applies: the checks' hook.
     public let onDelete: (@Sendable (ItemID) -> Void)?
+    /// Whether the chunks a batch brings are read (`false`: dropped unread, as a service older than them does).
+    public var readsBroughtChunks = true
     /// The scheduler's hook.
     private let deliver: Delivery
 
@@ -1000,6 +1005,7 @@ public struct SimulatedSyncService: SyncService {
         return try await call(label, in: container) {
             var received = try self.received(request)
             try received.validate()
+            if !readsBroughtChunks { received.chunks = [] }
             if let device {
                 received.operations = received.operations.map { operation in
                     switch operation {

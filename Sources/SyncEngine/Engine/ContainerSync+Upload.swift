@@ -1,3 +1,4 @@
+import Crypto
 import DocumentKit
 import Foundation
 import NIOCore
@@ -178,13 +179,18 @@ extension ContainerSync {
                 return try await send(chunks)
             } catch let error as ProtocolError where error.code == .chunkHashMismatch {
                 throw ContentChangedWhileRead()
+            } catch let error as ProtocolError where error.code == .chunksMissing && !chunks.isEmpty {
+                // A service that does not read the chunks a request brings (an older node), or one whose copy of a
+                // chunk it had went meanwhile: they go up on their own, then the request again.
+                try await uploadChunks(of: content, for: item, base: base, sent: sent)
+                return try await send([])
             }
         }
     }
 
-    /// Reads `chunks` of `content` from their files, off the engine's actor; the files may have been saved over since
-    /// they were chunked, which the service finds (it checks every chunk's bytes).
-    /// - Throws: ``ContentChangedWhileRead`` when a file is gone or shorter.
+    /// Reads `chunks` of `content` from their files, off the engine's actor, each checked against its hash.
+    /// - Throws: ``ContentChangedWhileRead`` when a file is gone or shorter, or no longer holds a chunk's bytes (saved
+    ///   over since it was chunked).
     private nonisolated static func read(
         _ chunks: [ChunkReference], of content: LocalContent, disk: any LocalDisk
     ) async throws -> [InlineChunk] {
@@ -194,9 +200,9 @@ extension ContainerSync {
             if opened?.url != source.file {
                 opened = (try? disk.openFileForReading(at: source.file)).map { (source.file, $0) }
             }
-            guard let file = opened?.file, let bytes = file.read(at: source.offset, count: Int(source.size)) else {
-                throw ContentChangedWhileRead()
-            }
+            guard let file = opened?.file, let bytes = file.read(at: source.offset, count: Int(source.size)),
+                (try? ChunkHash(digest: SHA256.hash(data: bytes))) == chunk.hash
+            else { throw ContentChangedWhileRead() }
             return InlineChunk(hash: chunk.hash, data: bytes)
         }
     }

@@ -1,17 +1,21 @@
+import Crypto
 import Foundation
 import Synchronization
 import UbiquityProtocol
 
 /// The chunk bytes the last feed page carried (``ChangePage/chunks``: the content of small new files other devices
 /// saved), kept until the next page replaces them so that the downloads the page leads to take them from here rather
-/// than asking the service. A hint: a chunk not held is downloaded as usual, and every chunk is checked as a
-/// downloaded one is.
+/// than asking the service. A hint: only bytes that hash to their chunk's hash are held, and a chunk not held is
+/// downloaded as usual.
 final class HeldChunks: Sendable {
     private let chunks = Mutex<[ChunkHash: Data]>([:])
 
-    /// Holds `carried` in place of what the previous page carried.
+    /// Holds those of `carried` whose bytes are their hash's in place of what the previous page carried.
     func replace(with carried: [InlineChunk]) {
-        let held = Dictionary(carried.map { ($0.hash, $0.data) }, uniquingKeysWith: { first, _ in first })
+        var held: [ChunkHash: Data] = [:]
+        for chunk in carried where held[chunk.hash] == nil {
+            if (try? ChunkHash(digest: SHA256.hash(data: chunk.data))) == chunk.hash { held[chunk.hash] = chunk.data }
+        }
         chunks.withLock { $0 = held }
     }
 

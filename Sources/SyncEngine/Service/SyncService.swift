@@ -107,7 +107,7 @@ extension SyncService {
     }
 
     /// One request per chunk, then one per operation, in order: what a service without a batch route does, with the
-    /// same answers (a chunk whose bytes are not its hash's refuses the operations naming it).
+    /// same answers (a chunk refused, its bytes not its hash's or over the quota, refuses the operations naming it).
     public func applyItemBatch(_ request: ItemBatchRequest, in container: ContainerID) async throws
         -> ItemBatchResponse
     {
@@ -115,7 +115,7 @@ extension SyncService {
         for chunk in request.chunks {
             do {
                 try await uploadChunks([(chunk.hash, ByteBuffer(bytes: chunk.data))], in: container)
-            } catch let error as ProtocolError where error.code == .chunkHashMismatch {
+            } catch let error as ProtocolError where error.code != .internalError {
                 wrong[chunk.hash] = error
             }
         }

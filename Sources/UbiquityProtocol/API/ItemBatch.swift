@@ -13,9 +13,10 @@ import Foundation
 ///                 {"commit": {"id": "…", "itemID": "…", …}}]}
 /// ```
 ///
-/// A small file's chunks may travel in the same request (`chunks`, each `{"hash": "…", "data": "<base64>"}`), so
-/// creating or editing it costs one request, not an upload and then a commit. The service stores those chunks
-/// durably before the operations are applied and records them in the same transaction. A chunk whose bytes are not
+/// A small file's chunks may travel in the same request (`chunks`, each `{"hash": "…", "data": "<base64>"}`; at most
+/// ``maximumInlineChunks`` and ``maximumInlineBytes``), so creating or editing it costs one request, not an upload and
+/// then a commit. The service stores the chunks the operations name durably before the operations are applied and
+/// records them in the same transaction. A chunk whose bytes are not
 /// its hash's is not stored, and each operation whose version names it is refused alone with
 /// ``ProtocolError/Code/chunkHashMismatch``; one that has no room in the quota refuses, with
 /// ``ProtocolError/Code/quotaExceeded``, the operations that name it.
@@ -24,6 +25,8 @@ public struct ItemBatchRequest: Hashable, Sendable, Codable {
     public static let maximumOperations = 1_000
     /// The most bytes of chunks (decoded) one request may carry in `chunks`.
     public static let maximumInlineBytes = 4 << 20
+    /// The most chunks one request may carry in `chunks`.
+    public static let maximumInlineChunks = 10_000
 
     /// The operations, applied in this order.
     public var operations: [ItemBatchOperation]
@@ -60,6 +63,11 @@ public struct ItemBatchRequest: Hashable, Sendable, Codable {
             throw ProtocolError(
                 .malformedRequest,
                 "a batch holds \(operations.count) operations, more than \(Self.maximumOperations)")
+        }
+        guard chunks.count <= Self.maximumInlineChunks else {
+            throw ProtocolError(
+                .bodyTooLarge,
+                "a batch carries \(chunks.count) chunks, more than \(Self.maximumInlineChunks); upload them first")
         }
         let inline = chunks.reduce(0) { $0 + $1.data.count }
         guard inline <= Self.maximumInlineBytes else {

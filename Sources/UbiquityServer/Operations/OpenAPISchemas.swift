@@ -198,7 +198,7 @@ enum OpenAPISchemas {
                         ],
                     ],
                     "chunks": [
-                        "type": "array", "items": ref("InlineChunk"),
+                        "type": "array", "items": ref("InlineChunk"), "maxItems": 10_000,
                         "description": "chunks the operations' versions name, stored before the operations apply "
                             + "(at most 4 MiB of them a request); an operation naming one whose bytes are not its "
                             + "hash's is refused alone",

@@ -120,7 +120,7 @@ struct DraftRouteTests {
                     json: DraftAppendRequest(from: 0, chunks: chunks))
                 _ = try await laptop.send(.post, laptop.path("items/\(item)/versions"), json: prepared)
             }
-            let (heard, other) = try await withDeadline(seconds: 30) {
+            let (heard, other) = try await withDeadline(seconds: 600) {
                 async let following = Self.firstNews(port: port, token: desktop.token, drafts: true, trigger: trigger)
                 async let plain = Self.firstNews(port: port, token: desktop.token, drafts: false, trigger: trigger)
                 return try await (following, plain)

@@ -195,6 +195,10 @@ struct ItemBatchTests {
                         id: spoiled, path: try ItemPath("Documents/Inline/spoiled.txt"), kind: .file,
                         version: spoiledVersion)), at: 7)
             chunks.append(InlineChunk(hash: spoiledChunk.hash, data: Data("what was sent".utf8)))
+            // A chunk no operation names is not looked at, and not stored.
+            let strayBytes = Data("named by nothing".utf8)
+            let stray = InlineChunk(hash: try Device.hash(strayBytes), data: strayBytes)
+            chunks.append(stray)
             let usedBefore = try await ada.send(.get, "/v1/account").decode(AccountInfo.self).usedBytes
 
             let answer = try await ada.send(
@@ -217,14 +221,17 @@ struct ItemBatchTests {
             }
             let missing = try await ada.send(
                 .post, ada.path("chunks/missing"),
-                json: MissingChunksRequest(chunks: spoiledVersion.manifest.chunks)
+                json: MissingChunksRequest(
+                    chunks: spoiledVersion.manifest.chunks + [ChunkReference(hash: stray.hash, size: 16)])
             ).decode(MissingChunksResponse.self)
-            #expect(missing.missing == [spoiledChunk.hash])
+            #expect(missing.missing == [spoiledChunk.hash, stray.hash])
             // Each distinct right chunk counts once against the quota, the first version's chunk of the edited file
             // included (it stays, as that version is kept).
             var counted = Set<ChunkHash>()
-            let expected = chunks.filter { $0.hash != spoiledChunk.hash && counted.insert($0.hash).inserted }
-                .reduce(Int64(0)) { $0 + Int64($1.data.count) }
+            let expected = chunks.filter {
+                $0.hash != spoiledChunk.hash && $0.hash != stray.hash && counted.insert($0.hash).inserted
+            }
+            .reduce(Int64(0)) { $0 + Int64($1.data.count) }
             let used = try await ada.send(.get, "/v1/account").decode(AccountInfo.self).usedBytes
             #expect(used - usedBefore == expected)
         }
@@ -257,6 +264,10 @@ struct ItemBatchTests {
             #expect(response.results.last?.error?.code == .quotaExceeded)
             let list = try await ada.send(.get, ada.path("items")).decode(ItemListResponse.self)
             #expect(list.items.map(\.id) == [fits])
+            #expect(try await ada.send(.get, "/v1/account").decode(AccountInfo.self).usedBytes == 2000)
+            // The chunk with no room was not stored: the account's disk holds no more than its quota allows.
+            let download = try await ada.send(.get, ada.path("chunks/\(overChunk.hash)"))
+            #expect(download.status == .notFound)
             #expect(try await ada.send(.get, "/v1/account").decode(AccountInfo.self).usedBytes == 2000)
         }
     }

@@ -201,6 +201,8 @@ struct StorageContractTests {
             #expect(upload.byteCount == 1000)
             #expect(try await chunks.contains(hash, of: ada) == false, "not a chunk until finished")
             try await upload.finish(expecting: hash)
+            // The routes record the chunk with its size as the upload tells it after finishing.
+            #expect(upload.byteCount == 1000, "the length received, still told once stored")
             #expect(try await chunks.contains(hash, of: ada))
             #expect(try await chunks.contains(hash, of: grace) == false)
             #expect(try await readAll(hash, of: grace, from: chunks, pieceSize: 64) == nil)

@@ -64,15 +64,24 @@ extension RouteEnvironment {
             let size = new.reduce(0) { $0 + Int($1.size) }
             guard size <= left else { continue }
             for chunk in new where seen.insert(chunk.hash).inserted {
-                // Gone since the page was read (its version removed): the device downloads it, and hears why.
-                guard let reader = try await self.chunks.read(chunk.hash, of: container.account, pieceSize: 256 << 10)
-                else { continue }
-                var bytes = Data()
-                for try await piece in reader { bytes.append(contentsOf: piece) }
-                guard bytes.count == chunk.size else { continue }
-                carried.append(InlineChunk(hash: chunk.hash, data: bytes))
-                metrics.bytesOut.increment(by: Int64(bytes.count))
-                left -= bytes.count
+                // Carried only as a hint: a chunk gone since the page was read (its version removed), of another
+                // length than its version says, or that cannot be read now is left out, and the device downloads it
+                // (and hears why) as it would without.
+                do {
+                    guard
+                        let reader = try await self.chunks.read(
+                            chunk.hash, of: container.account, pieceSize: 256 << 10),
+                        reader.size == chunk.size
+                    else { continue }
+                    var bytes = Data()
+                    for try await piece in reader { bytes.append(contentsOf: piece) }
+                    guard bytes.count == chunk.size else { continue }
+                    carried.append(InlineChunk(hash: chunk.hash, data: bytes))
+                    metrics.bytesOut.increment(by: Int64(bytes.count))
+                    left -= bytes.count
+                } catch {
+                    continue
+                }
             }
         }
         return carried

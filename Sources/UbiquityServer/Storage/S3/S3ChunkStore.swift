@@ -117,6 +117,8 @@ final class S3ChunkUpload: ChunkUpload, @unchecked Sendable {
     let account: AccountID
     private let store: S3ChunkStore
     private var bytes = ByteBuffer()
+    /// The bytes received, kept once they are dropped (the routes record a stored chunk by this length).
+    private var received: Int64 = 0
     private var hasher = SHA256()
     private let lock = NSLock()
     private var ended = false
@@ -128,10 +130,11 @@ final class S3ChunkUpload: ChunkUpload, @unchecked Sendable {
 
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         self.bytes.writeBytes(bytes)
+        received += Int64(bytes.count)
         hasher.update(bufferPointer: bytes)
     }
 
-    var byteCount: Int64 { Int64(bytes.readableBytes) }
+    var byteCount: Int64 { received }
 
     func finish(expecting hash: ChunkHash) async throws {
         try await store.finish([(self, hash)])
