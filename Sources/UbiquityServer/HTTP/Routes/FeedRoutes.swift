@@ -56,34 +56,60 @@ extension RouteEnvironment {
     private func chunks(
         of versions: [VersionRecord], savedByOtherThan device: DeviceID, upTo budget: Int, in container: ContainerKey
     ) async throws -> [InlineChunk] {
-        var carried: [InlineChunk] = []
+        // Chosen by the sizes the versions name (a chunk is read only if it has that length), then read a few at
+        // once: from an object store each read is a request of its own.
+        var chosen: [ChunkReference] = []
         var seen = Set<ChunkHash>()
         var left = budget
         for version in versions where version.savingDevice.id != device {
             let new = version.manifest.chunks.filter { !seen.contains($0.hash) }
             let size = new.reduce(0) { $0 + Int($1.size) }
             guard size <= left else { continue }
-            for chunk in new where seen.insert(chunk.hash).inserted {
-                // Carried only as a hint: a chunk gone since the page was read (its version removed), of another
-                // length than its version says, or that cannot be read now is left out, and the device downloads it
-                // (and hears why) as it would without.
-                do {
-                    guard
-                        let reader = try await self.chunks.read(
-                            chunk.hash, of: container.account, pieceSize: 256 << 10),
-                        reader.size == chunk.size
-                    else { continue }
-                    var bytes = Data()
-                    for try await piece in reader { bytes.append(contentsOf: piece) }
-                    guard bytes.count == chunk.size else { continue }
-                    carried.append(InlineChunk(hash: chunk.hash, data: bytes))
-                    metrics.bytesOut.increment(by: Int64(bytes.count))
-                    left -= bytes.count
-                } catch {
-                    continue
-                }
+            left -= size
+            for chunk in new where seen.insert(chunk.hash).inserted { chosen.append(chunk) }
+        }
+        let (chunks, account) = (self.chunks, container.account)
+        var read: [Int: Data] = [:]
+        await withTaskGroup(of: (Int, Data?).self) { group in
+            var next = 0
+            func start() {
+                let (index, chunk) = (next, chosen[next])
+                next += 1
+                group.addTask { (index, await Self.bytes(of: chunk, of: account, from: chunks)) }
+            }
+            while next < min(chosen.count, Self.feedChunkReads) { start() }
+            for await (index, bytes) in group {
+                read[index] = bytes
+                if next < chosen.count { start() }
             }
         }
+        var carried: [InlineChunk] = []
+        for (index, chunk) in chosen.enumerated() {
+            guard let bytes = read[index] ?? nil else { continue }
+            carried.append(InlineChunk(hash: chunk.hash, data: bytes))
+            metrics.bytesOut.increment(by: Int64(bytes.count))
+        }
         return carried
+    }
+
+    /// How many chunks a feed page's reads fetch at once.
+    private static let feedChunkReads = 8
+
+    /// The bytes of `chunk`, or `nil`: carried only as a hint, a chunk gone since the page was read (its version
+    /// removed), of another length than its version says, or that cannot be read now is left out, and the device
+    /// downloads it (and hears why) as it would without.
+    private static func bytes(of chunk: ChunkReference, of account: AccountID, from chunks: any ChunkStore) async
+        -> Data?
+    {
+        do {
+            guard let reader = try await chunks.read(chunk.hash, of: account, pieceSize: 256 << 10),
+                reader.size == chunk.size
+            else { return nil }
+            var bytes = Data()
+            for try await piece in reader { bytes.append(contentsOf: piece) }
+            return bytes.count == chunk.size ? bytes : nil
+        } catch {
+            return nil
+        }
     }
 }
