@@ -140,7 +140,7 @@ public final class ServiceWorld: Sendable {
             _ = try state.storeChunks(right, actual: right.map(\.hash))
             var results: [ItemBatchResult] = []
             for operation in request.operations {
-                if let error = operation.namedChunks.lazy.compactMap({ wrong[$0.hash] }).first {
+                if let error = operation.refusal(among: wrong) {
                     results.append(.refused(error))
                     continue
                 }
@@ -1006,18 +1006,7 @@ public struct SimulatedSyncService: SyncService {
             var received = try self.received(request)
             try received.validate()
             if !readsBroughtChunks { received.chunks = [] }
-            if let device {
-                received.operations = received.operations.map { operation in
-                    switch operation {
-                    case .create(var create):
-                        create.version?.savingDevice = device
-                        return .create(create)
-                    case .commit(var version):
-                        version.savingDevice = device
-                        return .commit(version)
-                    }
-                }
-            }
+            if let device { received.operations = received.operations.map { $0.saved(by: device) } }
             return try answered(try world.applyItemBatch(received))
         }
     }
@@ -1108,18 +1097,11 @@ public struct SimulatedSyncService: SyncService {
     {
         try await call("changes since \(since?.description ?? "the start")", in: container) {
             var page = try world.changes(since: since, limit: limit)
-            // As the real route adds them: the chunks of the page's small first versions other devices saved, up to
-            // the bytes asked for, a version whose chunks do not all fit left out.
-            var seen = Set<ChunkHash>()
-            var left = min(chunkBytes, ChangePage.maximumChunkBytes)
-            for version in page.versions where version.savingDevice.id != device?.id {
-                let new = version.manifest.chunks.filter { !seen.contains($0.hash) }
-                guard new.reduce(0, { $0 + Int($1.size) }) <= left else { continue }
-                for chunk in new where seen.insert(chunk.hash).inserted {
-                    guard let bytes = try? world.chunk(chunk.hash) else { continue }
-                    page.chunks.append(InlineChunk(hash: chunk.hash, data: Data(bytes)))
-                    left -= bytes.count
-                }
+            // As the real route adds them (a chunk the world lacks now left out, as the route leaves out one it
+            // cannot read).
+            for chunk in ChangePage.carriedChunks(of: page.versions, savedByOtherThan: device?.id, upTo: chunkBytes) {
+                guard let bytes = try? world.chunk(chunk.hash), bytes.count == chunk.size else { continue }
+                page.chunks.append(InlineChunk(hash: chunk.hash, data: Data(bytes)))
             }
             return try answered(page)
         }

@@ -121,7 +121,7 @@ extension SyncService {
         }
         var results: [ItemBatchResult] = []
         for operation in request.operations {
-            if let error = operation.namedChunks.lazy.compactMap({ wrong[$0.hash] }).first {
+            if let error = operation.refusal(among: wrong) {
                 results.append(.refused(error))
                 continue
             }

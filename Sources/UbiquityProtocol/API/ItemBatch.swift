@@ -182,6 +182,24 @@ extension ItemBatchOperation {
     /// Commits `version`, its manifest whole.
     public static func commit(_ version: VersionRecord) -> Self { .commit(VersionPayload(version)) }
 
+    /// The refusal, among `refused` (by chunk), of the first chunk the operation names that has one.
+    public func refusal(among refused: [ChunkHash: ProtocolError]) -> ProtocolError? {
+        refused.isEmpty ? nil : namedChunks.lazy.compactMap { refused[$0.hash] }.first
+    }
+
+    /// The operation with its version saved by `device`, whatever it says (as the service records it: by the device
+    /// asking).
+    public func saved(by device: SavingDevice) -> ItemBatchOperation {
+        switch self {
+        case .create(var create):
+            create.version?.savingDevice = device
+            return .create(create)
+        case .commit(var version):
+            version.savingDevice = device
+            return .commit(version)
+        }
+    }
+
     /// The chunks the operation's version names as its own: every chunk of a whole manifest, the chunks a delta
     /// adds to its base; none for a creation without a version.
     public var namedChunks: [ChunkReference] {

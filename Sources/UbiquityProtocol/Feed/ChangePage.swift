@@ -19,6 +19,25 @@ public struct ChangePage: Hashable, Sendable, Codable {
     /// The most bytes of chunks a page carries, whatever is asked for.
     public static let maximumChunkBytes = 1 << 20
 
+    /// The chunks a page asked for with `chunkBytes=budget` carries: those of `versions` that a device other than
+    /// `asker` saved, each once, in order, a version's all or none, up to `budget` bytes (at most
+    /// ``maximumChunkBytes``) by the sizes the versions name.
+    public static func carriedChunks(of versions: [VersionRecord], savedByOtherThan asker: DeviceID?, upTo budget: Int)
+        -> [ChunkReference]
+    {
+        var chosen: [ChunkReference] = []
+        var seen = Set<ChunkHash>()
+        var left = min(budget, maximumChunkBytes)
+        for version in versions where version.savingDevice.id != asker {
+            let new = version.manifest.chunks.filter { !seen.contains($0.hash) }
+            let size = new.reduce(Int64(0)) { $0 + $1.size }
+            guard size <= left else { continue }
+            left -= Int(size)
+            for chunk in new where seen.insert(chunk.hash).inserted { chosen.append(chunk) }
+        }
+        return chosen
+    }
+
     /// Creates a page.
     public init(
         changes: [Change], nextToken: ChangeToken, hasMore: Bool, versions: [VersionRecord] = [],

@@ -58,16 +58,7 @@ extension RouteEnvironment {
     ) async throws -> [InlineChunk] {
         // Chosen by the sizes the versions name (a chunk is read only if it has that length), then read a few at
         // once: from an object store each read is a request of its own.
-        var chosen: [ChunkReference] = []
-        var seen = Set<ChunkHash>()
-        var left = budget
-        for version in versions where version.savingDevice.id != device {
-            let new = version.manifest.chunks.filter { !seen.contains($0.hash) }
-            let size = new.reduce(0) { $0 + Int($1.size) }
-            guard size <= left else { continue }
-            left -= size
-            for chunk in new where seen.insert(chunk.hash).inserted { chosen.append(chunk) }
-        }
+        let chosen = ChangePage.carriedChunks(of: versions, savedByOtherThan: device, upTo: budget)
         let (chunks, account) = (self.chunks, container.account)
         var read: [Int: Data] = [:]
         await withTaskGroup(of: (Int, Data?).self) { group in

@@ -46,7 +46,7 @@ extension RouteEnvironment {
             var results = [Result<ItemResponse, ProtocolError>?](repeating: nil, count: operations.count)
             var applying: [(index: Int, operation: ItemBatchOperation)] = []
             for (index, operation) in operations.enumerated() {
-                if let error = operation.namedChunks.lazy.compactMap({ refusing[$0.hash] }).first {
+                if let error = operation.refusal(among: refusing) {
                     results[index] = .failure(error)
                 } else {
                     applying.append((index, operation))
@@ -68,7 +68,7 @@ extension RouteEnvironment {
                 // Its chunk was refused for the quota after all (another request took the room meanwhile): that,
                 // not the missing chunk it led to, is why.
                 if case .failure(let error) = result, error.code == .chunksMissing,
-                    let quota = operation.namedChunks.lazy.compactMap({ refused[$0.hash] }).first
+                    let quota = operation.refusal(among: refused)
                 {
                     results[index] = .failure(quota)
                 } else {

@@ -21,16 +21,7 @@ extension RouteEnvironment {
             try body.validate()
             // Every version is saved by the device asking, whatever the body says, as on the single-item routes.
             let device = try context.requireIdentity().info.device
-            let operations = body.operations.map { operation -> ItemBatchOperation in
-                switch operation {
-                case .create(var create):
-                    create.version?.savingDevice = device
-                    return .create(create)
-                case .commit(var version):
-                    version.savingDevice = device
-                    return .commit(version)
-                }
-            }
+            let operations = body.operations.map { $0.saved(by: device) }
             let results =
                 body.chunks.isEmpty
                 ? try await store.applyItemBatch(operations, in: container)
