@@ -34,15 +34,22 @@ struct SyncBench {
     }
 
     /// Starts the service, runs `body` with it, and stops the service whatever happens.
-    static func run(in scratch: URL, _ body: (SyncBench) async throws -> Void) async throws {
+    ///
+    /// With `keepingRoots`, the devices' folders are left for the caller to remove (`body` is given their place in
+    /// ``roots``): a benchmark that runs a peer on the same volume afterwards removes them after the peer's run, so
+    /// that the peer does not start in the wake of tens of thousands of files just deleted (an ext4 without a journal
+    /// searches past every inode freed in the last minute for each file it makes).
+    static func run(
+        in scratch: URL, keepingRoots: Bool = false, _ body: (SyncBench) async throws -> Void
+    ) async throws {
         let bench = try await start(in: scratch)
         do {
             try await body(bench)
         } catch {
-            try? await bench.stop()
+            try? await bench.stop(removingRoots: !keepingRoots)
             throw error
         }
-        try await bench.stop()
+        try await bench.stop(removingRoots: !keepingRoots)
     }
 
     /// Starts the engines of `devices`, runs `body`, and stops them whatever happens.
@@ -91,9 +98,9 @@ struct SyncBench {
     /// Versions, moves and deletions the service has committed so far.
     var commits: Double { figure("ubiquity_commits_total") }
 
-    /// Stops the service and removes the devices' folders.
-    func stop() async throws {
-        defer { try? FileManager.default.removeItem(at: roots) }
+    /// Stops the service and removes the devices' folders (unless `removingRoots` is false).
+    func stop(removingRoots: Bool = true) async throws {
+        defer { if removingRoots { try? FileManager.default.removeItem(at: roots) } }
         try await server.stop()
     }
 }

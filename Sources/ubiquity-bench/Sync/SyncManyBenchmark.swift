@@ -20,7 +20,11 @@ enum SyncManyBenchmark {
 
     static func run(in scratch: URL) async throws {
         var ours: Double?
-        try await SyncBench.run(in: scratch) { bench in
+        // Our devices' files go after Syncthing's run, not before it (``SyncBench/run(in:keepingRoots:_:)``).
+        var roots: URL?
+        defer { if let roots { try? FileManager.default.removeItem(at: roots) } }
+        try await SyncBench.run(in: scratch, keepingRoots: true) { bench in
+            roots = bench.roots
             let deviceA = try await bench.device("A")
             let deviceB = try await bench.device("B")
             if ProcessInfo.processInfo.environment["UBIQUITY_BENCH_MANY_APART"] == "1" {
